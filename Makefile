@@ -1,0 +1,55 @@
+# sbx build, test and benchmark entry points. See README.md.
+GO        ?= go
+GOFLAGS   ?=
+TAGS      := seccomp
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+BIN       := bin
+
+.PHONY: all build deps demo test unit integration vet fmt-check generate generate-check bench clean vmtest
+
+all: build
+
+## deps: install the Debian packages the build, the tests and the benchmarks need (root)
+deps:
+	./.ci/deps.sh
+
+## build: bin/sbx (and the test helpers)
+build: $(BIN)/sbx $(EXTRA_BINS)
+
+$(BIN)/sbx: FORCE
+	@mkdir -p $(BIN)
+	$(GO) build $(GOFLAGS) -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sbx
+
+-include testdata/trysyscall/trysyscall.mk
+-include vmtest/vmtest.mk
+
+## demo: run a command in a sandbox: works in the workspace, refused outside
+demo: build
+	./scripts/demo.sh
+
+## test: everything CI runs: vet, generated-code check, unit and integration tests
+test: vet generate-check build
+	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./...
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet -tags $(TAGS) ./...
+
+## generate: regenerate the bpf2go output (needs clang, libbpf-dev)
+generate:
+	$(GO) generate ./bpf/...
+
+generate-check:
+	@if [ -n "$$(ls bpf/*.c 2>/dev/null)" ] && command -v clang >/dev/null; then \
+		$(GO) generate ./bpf/... && git diff --exit-code -- bpf/ || { echo "bpf2go output is stale: run make generate and commit"; exit 1; }; \
+	fi
+
+## bench: startup and overhead against bubblewrap (not a test)
+bench: build
+	./scripts/bench.sh
+
+clean:
+	rm -rf $(BIN)
+
+FORCE:

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit statuses of sbx's own, as container runtimes use them.
+const (
+	exitSbxError = 125 // sbx failed; the program did not run (or was killed)
+)
+
+// streams are the CLI's standard streams, swappable for in-process tests.
+type streams struct {
+	in       *os.File
+	out, err io.Writer
+}
+
+func stdStreams() streams { return streams{in: os.Stdin, out: os.Stdout, err: os.Stderr} }
+
+const usage = `sbx runs a program in a sandbox that the kernel enforces: it sees the host's
+system directories read-only, its workspace (read-only unless --write), a
+private home and /tmp, and nothing else; it has no network, no capabilities,
+a seccomp filter and memory, CPU and process limits. No daemon, no image.
+
+Usage:
+  sbx run [flags] -- CMD [ARGS...]   run CMD in a new sandbox
+  sbx version                        print the version
+  sbx help [COMMAND]                 show help
+
+Run "sbx run --help" for the flags of run.
+`
+
+// sbxMain runs the CLI and returns the process's exit status.
+func sbxMain(args []string, s streams) int {
+	if len(args) == 0 {
+		fmt.Fprint(s.err, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], s)
+	case "version", "--version", "-version":
+		fmt.Fprintf(s.out, "sbx %s\n", version)
+		return 0
+	case "help", "-h", "--help", "-help":
+		if len(args) > 1 && args[1] == "run" {
+			return cmdRun([]string{"--help"}, s)
+		}
+		fmt.Fprint(s.out, usage)
+		return 0
+	default:
+		fmt.Fprintf(s.err, "sbx: unknown command %q (see sbx --help)\n", args[0])
+		return exitSbxError
+	}
+}
+
+// errUsage marks errors in the command line: they are reported with a hint
+// to --help.
+var errUsage = errors.New("usage")
+
+// fail prints err as one sbx line and returns the sbx error status.
+func fail(s streams, err error) int {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "sbx: ")
+	fmt.Fprintf(s.err, "sbx: %s\n", msg)
+	return exitSbxError
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// newFlagSet returns a flag set that reports errors through sbx's channel
+// instead of printing and exiting.
+func newFlagSet(name string, s streams) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/sbx-sandbox/sbx/runner"
+	"github.com/sbx-sandbox/sbx/sandbox"
+)
+
+const runUsage = `Usage: sbx run [flags] -- CMD [ARGS...]
+
+Runs CMD (looked up on PATH inside the sandbox, no shell in between) in a new
+sandbox and exits with its status.
+
+What the program sees:
+  /usr /bin /sbin /lib* /etc /opt   the host's, read-only (secrets such as
+                                    /etc/shadow masked)
+  the workspace                     at its own host path; read-only unless -w
+  $HOME                             the persistent sbx home (not your home)
+  /tmp                              private tmpfs (512 MiB)
+  /proc, /dev                       its own (own PID namespace, minimal /dev)
+Nothing else: not your home, /root, /var, /run, nor any daemon socket.
+No network (empty network namespace, loopback only), no capabilities,
+no_new_privs, a seccomp filter, and cgroup limits.
+
+Flags:
+  --workspace DIR   directory to work in (default: the current directory);
+                    the program starts in the current directory if it lies
+                    inside the workspace, else at the workspace root
+  -w, --write       make the workspace writable
+  --ro PATH         also show PATH read-only at its own path (repeatable)
+  --rw PATH         also show PATH read-write at its own path (repeatable)
+  --home DIR|tmp    host directory behind $HOME (default:
+                    ${XDG_DATA_HOME:-~/.local/share}/sbx/home); "tmp" for a
+                    throwaway home removed after the run
+  --env NAME        pass the host's NAME through (repeatable)
+  --env NAME=VALUE  set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG,
+                    LC_*, TZ and SBX=1 are set otherwise
+  --memory SIZE     memory limit, e.g. 512m, 2g (default 512m); exceeding it
+                    kills the program
+  --cpus N          CPU limit in cores (default 1)
+  --pids N          process limit (default 256); fork fails beyond it
+  --timeout DUR     kill the whole sandbox after DUR (e.g. 30s, 5m); status 124
+  --tty MODE        auto|always|never: give the program its own pty
+                    (auto: when stdin and stdout are terminals)
+
+Exit status: the program's own; 128+N if it died of signal N; 124 on timeout;
+126 if CMD is not executable; 127 if it is not found; 125 if sbx itself failed
+(the program did not run).
+Signals sent to sbx (INT, TERM, HUP, QUIT, USR1, USR2, WINCH) are forwarded;
+if sbx dies, every process of the sandbox dies with it.
+`
+
+func cmdRun(args []string, s streams) int {
+	fs := newFlagSet("run", s)
+	var (
+		o                 runner.Options
+		ro, rw, env       listFlag
+		memory            = "512m"
+		cpus              = runner.DefaultCPUs
+		pids        int64 = runner.DefaultPids
+		tty               = "auto"
+		help              bool
+	)
+	fs.StringVar(&o.Workspace, "workspace", "", "")
+	fs.BoolVar(&o.Write, "write", false, "")
+	fs.BoolVar(&o.Write, "w", false, "")
+	fs.Var(&ro, "ro", "")
+	fs.Var(&rw, "rw", "")
+	fs.StringVar(&o.Home, "home", "", "")
+	fs.Var(&env, "env", "")
+	fs.StringVar(&memory, "memory", memory, "")
+	fs.Float64Var(&cpus, "cpus", cpus, "")
+	fs.Int64Var(&pids, "pids", pids, "")
+	fs.DurationVar(&o.Timeout, "timeout", 0, "")
+	fs.StringVar(&tty, "tty", tty, "")
+	fs.BoolVar(&help, "help", false, "")
+	fs.BoolVar(&help, "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(s.out, runUsage)
+			return 0
+		}
+		return fail(s, fmt.Errorf("run: %v (see sbx run --help)", err))
+	}
+	if help {
+		fmt.Fprint(s.out, runUsage)
+		return 0
+	}
+	o.Args = fs.Args()
+	if len(o.Args) == 0 {
+		return fail(s, errors.New("run: no command given (usage: sbx run [flags] -- CMD [ARGS...])"))
+	}
+	mem, err := parseSize(memory)
+	if err != nil {
+		return fail(s, fmt.Errorf("run: --memory %q: %v", memory, err))
+	}
+	if cpus <= 0 || math.IsNaN(cpus) || math.IsInf(cpus, 0) || cpus > 1024 {
+		return fail(s, fmt.Errorf("run: --cpus %v: want a number of cores > 0", cpus))
+	}
+	if pids <= 0 {
+		return fail(s, fmt.Errorf("run: --pids %d: want a count > 0", pids))
+	}
+	if o.Timeout < 0 {
+		return fail(s, fmt.Errorf("run: --timeout %v: want a duration > 0", o.Timeout))
+	}
+	switch tty {
+	case "auto":
+		o.Terminal = s.in != nil && term.IsTerminal(int(s.in.Fd())) && isTerminal(s.out)
+	case "always":
+		o.Terminal = true
+	case "never":
+	default:
+		return fail(s, fmt.Errorf("run: --tty %q: want auto, always or never", tty))
+	}
+	o.ReadOnly, o.ReadWrite, o.Env = ro, rw, env
+	o.Limits = sandbox.Limits{MemoryBytes: mem, CPUs: cpus, Pids: pids}
+	o.Stdin, o.Stdout, o.Stderr, o.Log = s.in, s.out, s.err, s.err
+
+	res, err := runner.Run(context.Background(), o)
+	if err != nil {
+		return fail(s, err)
+	}
+	switch {
+	case res.TimedOut:
+		fmt.Fprintf(s.err, "sbx: timed out after %v: killed the sandbox\n", o.Timeout)
+	case res.OOM:
+		fmt.Fprintf(s.err, "sbx: out of memory: the program was killed at its %s limit (raise it with --memory)\n", memory)
+	}
+	return res.ExitCode
+}
+
+// parseSize parses a byte count with an optional binary suffix (k, m, g, t;
+// "b" and "i"/"ib" tolerated: 512m, 512M, 512MiB).
+func parseSize(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "b"), "i")
+	mult := int64(1)
+	if s != "" {
+		switch s[len(s)-1] {
+		case 'k':
+			mult = 1 << 10
+		case 'm':
+			mult = 1 << 20
+		case 'g':
+			mult = 1 << 30
+		case 't':
+			mult = 1 << 40
+		}
+		if mult != 1 {
+			s = s[:len(s)-1]
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, errors.New("want a size such as 512m or 2g")
+	}
+	if n > math.MaxInt64/mult {
+		return 0, errors.New("size too large")
+	}
+	if n*mult < 4<<20 {
+		return 0, errors.New("below the 4 MiB minimum")
+	}
+	return n * mult, nil
+}
+
+// isTerminal reports whether w is an *os.File on a terminal.
+func isTerminal(w any) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+

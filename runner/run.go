@@ -1,0 +1,336 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sbx-sandbox/sbx/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// Result is how a run ended.
+type Result struct {
+	// ExitCode is the program's status: its exit code, 128+N for signal N,
+	// [ExitTimeout] on timeout, 127/126 when the command was not found or
+	// not executable.
+	ExitCode int
+	TimedOut bool
+	// Cancelled is set when ctx was cancelled and the sandbox killed.
+	Cancelled bool
+	// OOM is set when the kernel killed a process for the memory limit.
+	OOM      bool
+	Duration time.Duration
+	ID       string
+}
+
+// forwarded are the signals sbx passes on to the sandbox.
+var forwarded = []os.Signal{
+	unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
+	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH,
+}
+
+// DefaultStateDir is where root keeps run state.
+const DefaultStateDir = "/run/sbx"
+
+// Run runs o.Args in a new sandbox and waits for it. Cancelling ctx kills the
+// sandbox. Teardown always completes before Run returns.
+func Run(ctx context.Context, o Options) (res Result, retErr error) {
+	start := time.Now()
+	if err := o.fill(); err != nil {
+		return res, err
+	}
+	dirs := sandbox.Dirs{Root: o.StateDir}
+	if ids, err := sandbox.Reclaim(dirs); err != nil {
+		fmt.Fprintf(o.Log, "sbx: warning: cleaning up after an earlier run: %v\n", err)
+	} else if len(ids) > 0 {
+		fmt.Fprintf(o.Log, "sbx: cleaned up %d sandbox(es) left by a killed sbx\n", len(ids))
+	}
+	spec, cleanup, err := o.spec()
+	if err != nil {
+		return res, err
+	}
+	defer cleanup()
+	res.ID = spec.ID
+
+	// Signals are caught from here on, so that a Ctrl-C during setup still
+	// tears down what was built.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	var term *terminal
+	if o.Terminal {
+		term, err = newTerminal(o.Stdin)
+		if err != nil {
+			return res, err
+		}
+		defer term.restore()
+	}
+	sb, err := sandbox.Create(spec, dirs, sandbox.Stdio{Stdin: stdinOrNil(o.Stdin), Stdout: o.Stdout, Stderr: o.Stderr})
+	if err != nil {
+		return res, fmt.Errorf("set up sandbox: %w", err)
+	}
+	defer func() {
+		if err := sb.Destroy(); err != nil && retErr == nil {
+			retErr = fmt.Errorf("tear down sandbox: %w", err)
+		}
+	}()
+	var copied chan struct{}
+	if term != nil {
+		copied = term.attach(sb.Console(), o.Stdout)
+	}
+	if err := sb.Exec(); err != nil {
+		return res, err
+	}
+	waited := make(chan int, 1)
+	waitErr := make(chan error, 1)
+	go func() {
+		code, err := sb.Wait()
+		if err != nil {
+			waitErr <- err
+			return
+		}
+		waited <- code
+	}()
+	var timeout <-chan time.Time
+	if o.Timeout > 0 {
+		t := time.NewTimer(o.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		select {
+		case code := <-waited:
+			res.ExitCode = code
+			if res.TimedOut {
+				res.ExitCode = ExitTimeout
+			}
+			res.OOM = sb.OOMKilled()
+			if copied != nil {
+				// The pty has the program's last output; drain it.
+				select {
+				case <-copied:
+				case <-time.After(2 * time.Second):
+				}
+			}
+			res.Duration = time.Since(start)
+			return res, nil
+		case err := <-waitErr:
+			return res, err
+		case s := <-sigs:
+			if s == unix.SIGWINCH && term != nil {
+				term.resize()
+				continue
+			}
+			_ = sb.Signal(s)
+		case <-timeout:
+			res.TimedOut = true
+			_ = sb.Kill()
+		case <-ctx.Done():
+			res.Cancelled = true
+			_ = sb.Kill()
+			ctx = context.Background() // fire once
+		}
+	}
+}
+
+// stdinOrNil keeps a nil *os.File from becoming a non-nil io.Reader.
+func stdinOrNil(f *os.File) io.Reader {
+	if f == nil {
+		return nil
+	}
+	return f
+}
+
+func (o *Options) fill() error {
+	if len(o.Args) == 0 || o.Args[0] == "" {
+		return errors.New("no command given (usage: sbx run [flags] -- CMD [ARGS...])")
+	}
+	if o.HostEnv == nil {
+		o.HostEnv = os.Environ()
+	}
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.StateDir == "" {
+		o.StateDir = DefaultStateDir
+	}
+	if o.Cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("get working directory: %w", err)
+		}
+		o.Cwd = wd
+	}
+	if o.Workspace == "" {
+		o.Workspace = o.Cwd
+	}
+	return nil
+}
+
+// hostLookup returns a lookup function over o.HostEnv.
+func (o *Options) hostLookup(k string) (string, bool) {
+	for i := len(o.HostEnv) - 1; i >= 0; i-- {
+		if name, v, ok := strings.Cut(o.HostEnv[i], "="); ok && name == k {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// spec resolves the options against the host into a sandbox spec. The
+// returned cleanup removes a throwaway home.
+func (o *Options) spec() (*sandbox.Spec, func(), error) {
+	nop := func() {}
+	if os.Geteuid() != 0 {
+		return nil, nop, errors.New("sbx run needs root for now (namespaces, cgroups and BPF); run it with sudo")
+	}
+	who, err := currentInvoker(o.hostLookup)
+	if err != nil {
+		return nil, nop, err
+	}
+	cwd, err := filepath.EvalSymlinks(o.Cwd)
+	if err != nil {
+		return nil, nop, fmt.Errorf("working directory %s: %w", o.Cwd, err)
+	}
+	ws, err := resolvePath("workspace", o.Workspace, cwd, false)
+	if err != nil {
+		return nil, nop, err
+	}
+	if ws == "/" {
+		return nil, nop, errors.New("workspace /: the whole host cannot be the workspace (pick a project directory with --workspace)")
+	}
+	var ro, rw []string
+	for _, p := range o.ReadOnly {
+		r, err := resolvePath("--ro", p, cwd, true)
+		if err != nil {
+			return nil, nop, err
+		}
+		ro = append(ro, r)
+	}
+	for _, p := range o.ReadWrite {
+		r, err := resolvePath("--rw", p, cwd, true)
+		if err != nil {
+			return nil, nop, err
+		}
+		rw = append(rw, r)
+	}
+	id, err := newID()
+	if err != nil {
+		return nil, nop, err
+	}
+	homeInside := who.home
+	if homeInside == "" || homeInside == "/" || !filepath.IsAbs(homeInside) {
+		homeInside = "/home/sbx"
+	}
+	home, cleanup, err := o.homeDir(who, id, cwd)
+	if err != nil {
+		return nil, nop, err
+	}
+	env, err := cleanEnv(o, who, homeInside)
+	if err != nil {
+		cleanup()
+		return nil, nop, err
+	}
+	wd := ws
+	if within(cwd, ws) {
+		wd = cwd
+	}
+	spec := &sandbox.Spec{
+		ID:         id,
+		Args:       o.Args,
+		Env:        env,
+		Cwd:        wd,
+		Workspace:  ws,
+		Write:      o.Write,
+		Home:       home,
+		HomeInside: homeInside,
+		ReadOnly:   ro,
+		ReadWrite:  rw,
+		TmpBytes:   DefaultTmpSize,
+		UID:        who.uid,
+		GID:        who.gid,
+		Limits:     o.Limits,
+		Terminal:   o.Terminal,
+	}
+	if err := spec.Validate(); err != nil {
+		cleanup()
+		return nil, nop, err
+	}
+	return spec, cleanup, nil
+}
+
+// homeDir returns the host directory behind $HOME, creating the persistent
+// sbx home (owned by the invoking user) on first use.
+func (o *Options) homeDir(who invoker, id, cwd string) (string, func(), error) {
+	nop := func() {}
+	switch o.Home {
+	case HomeTmp:
+		dir, err := os.MkdirTemp("", "sbx-home-"+id+"-")
+		if err != nil {
+			return "", nop, fmt.Errorf("create throwaway home: %w", err)
+		}
+		if err := os.Chown(dir, who.uid, who.gid); err != nil {
+			os.RemoveAll(dir)
+			return "", nop, fmt.Errorf("create throwaway home: %w", err)
+		}
+		return dir, func() { os.RemoveAll(dir) }, nil
+	case "":
+		base, ok := o.hostLookup("XDG_DATA_HOME")
+		if _, sudo := o.hostLookup("SUDO_UID"); !ok || !filepath.IsAbs(base) || sudo {
+			base = filepath.Join(who.home, ".local", "share")
+		}
+		dir := filepath.Join(base, "sbx", "home")
+		if err := mkdirOwned(dir, who, 0o700); err != nil {
+			return "", nop, fmt.Errorf("create sbx home %s: %w", dir, err)
+		}
+		return dir, nop, nil
+	default:
+		dir, err := resolvePath("--home", o.Home, cwd, false)
+		if err != nil {
+			return "", nop, err
+		}
+		return dir, nop, nil
+	}
+}
+
+// mkdirOwned creates dir and its missing parents owned by who (so that a
+// home created under sudo belongs to the user, not to root).
+func mkdirOwned(dir string, who invoker, mode os.FileMode) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirOwned(parent, who, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return os.Chown(dir, who.uid, who.gid)
+}
+
+func newID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("make run id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,306 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+)
+
+// Stdio are the program's standard streams when it has no terminal. *os.File
+// values are handed to the program as they are (no copying, no buffering).
+type Stdio struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Sandbox is one created sandbox. Its program is blocked right before exec
+// until [Sandbox.Exec], so that policies keyed by its cgroup (BPF) can be in
+// place before the program runs its first instruction.
+type Sandbox struct {
+	spec    *Spec
+	dirs    Dirs
+	c       *libcontainer.Container
+	p       *libcontainer.Process
+	console *os.File // pty master, when Spec.Terminal
+	// lifeline is the write end of a pipe whose read end the shim holds:
+	// when sbx dies, however it dies, the shim sees EOF and ends the
+	// sandbox (PDEATHSIG would not do: libcontainer's init is a grandchild
+	// whose parent-death signal is reset by clone).
+	lifeline *os.File
+	state   *libcontainer.State
+}
+
+// Dirs are the host directories sbx keeps its state in.
+type Dirs struct {
+	// Root holds one directory per run (rootfs and owner record) under
+	// Root/run and libcontainer's state under Root/lc.
+	Root string
+}
+
+func (d Dirs) runDir(id string) string { return filepath.Join(d.Root, "run", id) }
+func (d Dirs) lcRoot() string          { return filepath.Join(d.Root, "lc") }
+
+// Create builds the sandbox described by spec and starts its PID 1 up to the
+// point right before exec. On error nothing is left behind.
+func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find sbx binary: %w", err)
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		return nil, fmt.Errorf("find sbx binary: %w", err)
+	}
+	run := dirs.runDir(spec.ID)
+	rootfs := filepath.Join(run, "rootfs")
+	if err := os.MkdirAll(filepath.Dir(run), 0o700); err != nil {
+		return nil, fmt.Errorf("create state dir: %w", err)
+	}
+	if err := os.Mkdir(run, 0o700); err != nil {
+		return nil, fmt.Errorf("create run dir: %w", err)
+	}
+	s := &Sandbox{spec: spec, dirs: dirs}
+	defer func() {
+		if retErr != nil {
+			_ = s.Destroy()
+		}
+	}()
+	if err := writeOwner(run); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(rootfs, 0o755); err != nil {
+		return nil, fmt.Errorf("create rootfs: %w", err)
+	}
+	layout := HostLayout()
+	if err := prepareRootfs(rootfs, layout); err != nil {
+		return nil, err
+	}
+	cfg, err := spec.Config(rootfs, self, layout)
+	if err != nil {
+		return nil, err
+	}
+	c, err := libcontainer.Create(dirs.lcRoot(), spec.ID, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create container: %w", err)
+	}
+	s.c = c
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create lifeline pipe: %w", err)
+	}
+	defer lifeR.Close()
+	s.lifeline = lifeW
+	shimCfg := spec.Shim
+	shimCfg.Terminal = spec.Terminal
+	shimCfg.LifelineFD = 3
+	env, err := shimEnviron(spec.Env, shimCfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &libcontainer.Process{
+		Args: append([]string{ShimPath}, spec.Args...),
+		Env:  env,
+		Cwd:  spec.Cwd,
+		UID:  spec.UID, GID: spec.GID,
+		Init: true,
+		// fd 3 in the sandbox, closed by the shim before the program runs.
+		ExtraFiles: []*os.File{lifeR},
+	}
+	var consoleSock *os.File
+	if spec.Terminal {
+		parent, child, err := socketPair()
+		if err != nil {
+			return nil, err
+		}
+		defer parent.Close()
+		defer child.Close()
+		p.ConsoleSocket = child
+		consoleSock = parent
+	} else {
+		p.Stdin, p.Stdout, p.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
+	}
+	if err := c.Start(p); err != nil {
+		return nil, fmt.Errorf("start sandbox: %w", err)
+	}
+	s.p = p
+	if consoleSock != nil {
+		f, err := recvFd(consoleSock)
+		if err != nil {
+			return nil, fmt.Errorf("receive pty from sandbox: %w", err)
+		}
+		s.console = f
+	}
+	st, err := c.State()
+	if err != nil {
+		return nil, fmt.Errorf("read sandbox state: %w", err)
+	}
+	s.state = st
+	return s, nil
+}
+
+// Console returns the pty master of a sandbox created with Spec.Terminal.
+func (s *Sandbox) Console() *os.File { return s.console }
+
+// CgroupPaths returns the sandbox's cgroup directories by controller; on
+// cgroup v2 (and for the v2 part of a hybrid layout) the key is "".
+func (s *Sandbox) CgroupPaths() map[string]string { return s.state.CgroupPaths }
+
+// Pid returns the host PID of the sandbox's PID 1 (the shim).
+func (s *Sandbox) Pid() int { return s.state.InitProcessPid }
+
+// Exec lets the program run.
+func (s *Sandbox) Exec() error {
+	if err := s.c.Exec(); err != nil {
+		return fmt.Errorf("exec program: %w", err)
+	}
+	return nil
+}
+
+// Signal sends sig to the shim, which forwards it to the program.
+func (s *Sandbox) Signal(sig os.Signal) error { return s.p.Signal(sig) }
+
+// Kill kills every process of the sandbox at once.
+func (s *Sandbox) Kill() error {
+	if s.c == nil {
+		return nil
+	}
+	err := s.c.Signal(unix.SIGKILL)
+	if errors.Is(err, libcontainer.ErrNotRunning) {
+		return nil
+	}
+	return err
+}
+
+// Wait waits for the shim to exit and returns the program's exit status
+// (128+N for a signal).
+func (s *Sandbox) Wait() (int, error) {
+	ps, err := s.p.Wait()
+	if ps == nil {
+		return 0, fmt.Errorf("wait for sandbox: %w", err)
+	}
+	ws := ps.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	return ws.ExitStatus(), nil
+}
+
+// OOMKilled reports whether the kernel's OOM killer killed a process of the
+// sandbox because of its memory limit. Call it before [Sandbox.Destroy].
+func (s *Sandbox) OOMKilled() bool {
+	if s.state == nil {
+		return false
+	}
+	for ctl, dir := range s.state.CgroupPaths {
+		var file, key string
+		switch ctl {
+		case "memory":
+			file, key = "memory.oom_control", "oom_kill"
+		case "":
+			file, key = "memory.events", "oom_kill"
+		default:
+			continue
+		}
+		if n, ok := readKey(filepath.Join(dir, file), key); ok && n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Destroy kills what is left of the sandbox and removes its cgroups, state
+// and rootfs. It is safe to call more than once and on a partly created
+// sandbox.
+func (s *Sandbox) Destroy() error {
+	var errs []error
+	if s.console != nil {
+		s.console.Close()
+		s.console = nil
+	}
+	if s.lifeline != nil {
+		s.lifeline.Close()
+		s.lifeline = nil
+	}
+	if s.c != nil {
+		_ = s.Kill()
+		if err := destroyWithRetry(s.c); err != nil {
+			errs = append(errs, fmt.Errorf("destroy container: %w", err))
+		}
+		s.c = nil
+	}
+	if err := os.RemoveAll(s.dirs.runDir(s.spec.ID)); err != nil {
+		errs = append(errs, fmt.Errorf("remove run dir: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// destroyWithRetry retries libcontainer's Destroy while the kernel is still
+// tearing the cgroup's last processes down (rmdir returns EBUSY).
+func destroyWithRetry(c *libcontainer.Container) error {
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = c.Destroy(); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
+
+func readKey(path, key string) (int64, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == key {
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+func socketPair() (*os.File, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, os.NewSyscallError("socketpair", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "console-parent"), os.NewFile(uintptr(fds[1]), "console-child"), nil
+}
+
+// recvFd receives one file descriptor sent with SCM_RIGHTS.
+func recvFd(sock *os.File) (*os.File, error) {
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, os.NewSyscallError("recvmsg", err)
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil || len(msgs) != 1 {
+			return nil, fmt.Errorf("no file descriptor received")
+		}
+		fds, err := unix.ParseUnixRights(&msgs[0])
+		if err != nil || len(fds) != 1 {
+			return nil, fmt.Errorf("no file descriptor received")
+		}
+		return os.NewFile(uintptr(fds[0]), string(buf[:n])), nil
+	}
+}

@@ -1,0 +1,179 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// shimEnv carries the [ShimConfig] from sbx to the shim; the shim removes it
+// from the environment before it starts the program.
+const shimEnv = "_SBX_SHIM"
+
+// ShimConfig is what the shim needs to know besides the program's argv.
+type ShimConfig struct {
+	// Terminal is set when stdin is the sandbox's pty: the program then
+	// becomes the terminal's foreground process group.
+	Terminal bool `json:"terminal,omitempty"`
+	// LifelineFD is the read end of a pipe that only sbx holds open: EOF
+	// on it means sbx is gone, and the shim ends the sandbox.
+	LifelineFD int `json:"lifeline,omitempty"`
+}
+
+// ExitNotFound and ExitNotExecutable are the shim's (and sbx's) statuses for
+// a command that does not exist or cannot be executed, as in POSIX shells.
+const (
+	ExitNotFound      = 127
+	ExitNotExecutable = 126
+)
+
+// forwarded are the signals the shim passes on to the program's process group.
+var forwarded = []os.Signal{
+	unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
+	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM,
+}
+
+// RunShim is PID 1 of a sandbox. It looks the program up on PATH, starts it
+// in its own process group, forwards signals to that group, reaps every
+// orphan, and returns the program's status (128+N for signal N) as soon as
+// the program itself exits; the kernel then kills whatever the program left
+// behind, since the PID namespace ends with its PID 1.
+func RunShim(args []string) int {
+	var cfg ShimConfig
+	if raw := os.Getenv(shimEnv); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			fmt.Fprintf(os.Stderr, "sbx: shim: bad config: %v\n", err)
+			return 125
+		}
+	}
+	os.Unsetenv(shimEnv)
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "sbx: shim: no command")
+		return 125
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwarded...)
+	orphaned := make(chan struct{})
+	if cfg.LifelineFD > 0 {
+		life := os.NewFile(uintptr(cfg.LifelineFD), "lifeline")
+		go func() {
+			var b [1]byte
+			_, _ = life.Read(b[:]) // returns only when sbx has gone
+			close(orphaned)
+		}()
+	}
+
+	path, code := lookPath(args[0])
+	if code != 0 {
+		return code
+	}
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if cfg.Terminal {
+		attr.Foreground = true
+		attr.Ctty = 0
+	}
+	proc, err := os.StartProcess(path, args, &os.ProcAttr{
+		Env:   os.Environ(),
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Sys:   attr,
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", args[0], unwrapExecErr(err))
+		if errors.Is(err, unix.ENOENT) {
+			return ExitNotFound
+		}
+		return ExitNotExecutable
+	}
+	pid := proc.Pid
+	signal.Ignore(unix.SIGTTOU, unix.SIGTTIN)
+
+	done := make(chan int, 1)
+	go func() { done <- reap(pid) }()
+	for {
+		select {
+		case s := <-sigs:
+			// The group first (a shell's children too); the program
+			// itself in case it left its group.
+			_ = unix.Kill(-pid, s.(unix.Signal))
+			_ = unix.Kill(pid, s.(unix.Signal))
+		case code := <-done:
+			return code
+		case <-orphaned:
+			// PID 1 returning takes every process of the sandbox with it.
+			fmt.Fprintln(os.Stderr, "sbx: supervisor died: ending the sandbox")
+			return 128 + int(unix.SIGKILL)
+		}
+	}
+}
+
+// reap waits for every child (PID 1 inherits orphans) and returns the
+// status of the one with pid main.
+func reap(main int) int {
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 125
+		}
+		if got != main {
+			continue
+		}
+		switch {
+		case ws.Exited():
+			return ws.ExitStatus()
+		case ws.Signaled():
+			return 128 + int(ws.Signal())
+		}
+	}
+}
+
+// lookPath resolves name like a shell: on PATH unless it contains a slash.
+// It prints the error and returns 127 or 126 when the command cannot run.
+func lookPath(name string) (string, int) {
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, 0
+	}
+	var execErr *exec.Error
+	if errors.As(err, &execErr) && errors.Is(execErr.Err, exec.ErrNotFound) {
+		fmt.Fprintf(os.Stderr, "sbx: %s: command not found\n", name)
+		return "", ExitNotFound
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(os.Stderr, "sbx: %s: no such file or directory\n", name)
+		return "", ExitNotFound
+	}
+	fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", name, unwrapExecErr(err))
+	return "", ExitNotExecutable
+}
+
+func unwrapExecErr(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err.Error()
+	}
+	return strings.TrimPrefix(err.Error(), "exec: ")
+}
+
+// shimEnviron returns env with the shim's config added.
+func shimEnviron(env []string, cfg ShimConfig) ([]string, error) {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode shim config: %w", err)
+	}
+	return append(append([]string{}, env...), shimEnv+"="+string(raw)), nil
+}

@@ -1,0 +1,111 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Limits are the cgroup limits of one sandbox. Zero means "no limit" for
+// each field; sbx's CLI always fills them (512 MiB, 1 CPU, 256 PIDs).
+type Limits struct {
+	MemoryBytes int64   // memory.max / memory.limit_in_bytes, swap included
+	CPUs        float64 // CPU bandwidth in cores (quota/period)
+	Pids        int64   // pids.max
+}
+
+// Spec describes one sandbox: what the program sees and what it may use.
+// All paths are absolute. Host paths of mounts are also their paths inside
+// the sandbox, except the home, which is mounted at HomeInside.
+type Spec struct {
+	// ID names the sandbox (state dir, cgroup); it must match
+	// ^[A-Za-z0-9._-]+$ and not be "." or "..".
+	ID string
+	// Args is the program and its arguments. Args[0] is looked up on the
+	// PATH of Env inside the sandbox by the shim.
+	Args []string
+	// Env is the complete environment of the program.
+	Env []string
+	// Cwd is the working directory inside the sandbox.
+	Cwd string
+
+	// Workspace is the host directory mounted at its own path; Write makes
+	// it writable.
+	Workspace string
+	Write     bool
+	// Home is the host directory mounted read-write at HomeInside.
+	Home       string
+	HomeInside string
+	// ReadOnly and ReadWrite are extra host paths mounted at their own path.
+	ReadOnly  []string
+	ReadWrite []string
+	// TmpBytes caps the tmpfs at /tmp.
+	TmpBytes int64
+
+	// UID and GID the program runs as (host ids; sbx does not map users
+	// when it runs as root).
+	UID, GID int
+	Limits   Limits
+	// Terminal gives the program a new pty as its stdin/stdout/stderr.
+	Terminal bool
+	// ShimConfig is passed to the shim inside the sandbox (see [ShimConfig]).
+	Shim ShimConfig
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// ValidID reports whether id can name a sandbox: it becomes a directory name,
+// so it is rejected, never sanitized.
+func ValidID(id string) error {
+	if !validName.MatchString(id) || id == "." || id == ".." {
+		return fmt.Errorf("invalid sandbox id %q: must match ^[A-Za-z0-9._-]+$ and not be . or ..", id)
+	}
+	return nil
+}
+
+// Validate checks the spec for what would make the libcontainer config
+// unsafe or meaningless. It does not touch the disk.
+func (s *Spec) Validate() error {
+	var errs []error
+	if err := ValidID(s.ID); err != nil {
+		errs = append(errs, err)
+	}
+	if len(s.Args) == 0 || s.Args[0] == "" {
+		errs = append(errs, errors.New("no command given"))
+	}
+	for name, p := range map[string]string{"workspace": s.Workspace, "home": s.Home, "home inside": s.HomeInside, "cwd": s.Cwd} {
+		if !isCleanAbs(p) {
+			errs = append(errs, fmt.Errorf("%s %q is not a clean absolute path", name, p))
+		}
+	}
+	for _, p := range append(append([]string{}, s.ReadOnly...), s.ReadWrite...) {
+		if !isCleanAbs(p) {
+			errs = append(errs, fmt.Errorf("mount %q is not a clean absolute path", p))
+		} else if p == "/" {
+			errs = append(errs, errors.New("mount of / is not allowed"))
+		}
+	}
+	if s.Workspace == "/" {
+		errs = append(errs, errors.New("workspace / is not allowed"))
+	}
+	for _, reserved := range []string{"/proc", "/dev", "/.sbx"} {
+		for _, p := range append(append([]string{s.Workspace, s.HomeInside}, s.ReadOnly...), s.ReadWrite...) {
+			if p == reserved || strings.HasPrefix(p, reserved+"/") {
+				errs = append(errs, fmt.Errorf("path %s lies in %s, which sbx provides itself", p, reserved))
+			}
+		}
+	}
+	if s.Limits.MemoryBytes < 0 || s.Limits.CPUs < 0 || s.Limits.Pids < 0 {
+		errs = append(errs, errors.New("limits must not be negative"))
+	}
+	if s.UID < 0 || s.GID < 0 {
+		errs = append(errs, errors.New("uid and gid must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+func isCleanAbs(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p
+}
