@@ -25,11 +25,11 @@ $(BIN)/sbx: FORCE
 -include vmtest/vmtest.mk
 
 ## demo: run a command in a sandbox: works in the workspace, refused outside
-demo: build
+demo: deps build
 	./scripts/demo.sh
 
 ## test: everything CI runs: vet, generated-code check, unit and integration tests
-test: vet generate-check build
+test: deps vet generate-check build
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./...
 
 vet:

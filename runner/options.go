@@ -62,8 +62,11 @@ type Options struct {
 	Stderr   io.Writer
 	// Log receives sbx's own messages ("sbx: ..."); os.Stderr when nil.
 	Log io.Writer
-	// StateDir is where sbx keeps run state (default /run/sbx).
+	// StateDir is where sbx keeps run state (default /run/sbx). It must
+	// never be visible inside a sandbox.
 	StateDir string
+
+	who invoker // filled by spec
 }
 
 // invoker is the user a run is for: under sudo, the user who ran sudo.

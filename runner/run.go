@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/sandbox"
+	"github.com/sbx-sandbox/sbx/stage"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,12 +55,29 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	} else if len(ids) > 0 {
 		fmt.Fprintf(o.Log, "sbx: cleaned up %d sandbox(es) left by a killed sbx\n", len(ids))
 	}
+	stagingState := filepath.Join(o.StateDir, "staging")
+	if err := stage.Recover(stagingState, o.Log); err != nil {
+		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %v\n", err)
+	}
 	spec, cleanup, err := o.spec()
 	if err != nil {
 		return res, err
 	}
 	defer cleanup()
 	res.ID = spec.ID
+
+	plan, err := stagePaths(spec, &o, stagingState)
+	if err != nil {
+		return res, err
+	}
+	// Copy-back runs after the sandbox is destroyed (deferred earlier, so
+	// it runs later), on every exit path.
+	defer func() {
+		if err := plan.Finish(); err != nil {
+			fmt.Fprintf(o.Log, "sbx: copying staged files back: %v (run sbx run again or sbx recover to retry)\n", err)
+		}
+	}()
+	spec.Args = plan.Argv()
 
 	// Signals are caught from here on, so that a Ctrl-C during setup still
 	// tears down what was built.
@@ -204,10 +222,12 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	o.who = who
 	cwd, err := filepath.EvalSymlinks(o.Cwd)
 	if err != nil {
 		return nil, nop, fmt.Errorf("working directory %s: %w", o.Cwd, err)
 	}
+	o.Cwd = cwd
 	ws, err := resolvePath("workspace", o.Workspace, cwd, false)
 	if err != nil {
 		return nil, nop, err
@@ -333,4 +353,37 @@ func newID() (string, error) {
 		return "", fmt.Errorf("make run id: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// stagePaths copies host files named on the command line (pi's --extension,
+// --session, ...) into the sandbox home and rewrites the arguments; see
+// package stage. Files staged for another user than root are handed to them.
+func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, error) {
+	env := func(k string) string { v, _ := o.hostLookup(k); return v }
+	plan, err := stage.Prepare(spec.Args, stage.Options{
+		Cwd:               o.Cwd,
+		HostHome:          o.who.home,
+		Env:               env,
+		SandboxHome:       spec.Home,
+		SandboxHomeInside: spec.HomeInside,
+		StateDir:          stateDir,
+		RunID:             spec.ID,
+		Warn:              o.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stage path arguments: %w", err)
+	}
+	if dir := plan.RunDir(); dir != "" && (spec.UID != 0 || spec.GID != 0) {
+		err := filepath.WalkDir(filepath.Dir(dir), func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, spec.UID, spec.GID)
+		})
+		if err != nil {
+			_ = plan.Finish()
+			return nil, fmt.Errorf("stage path arguments: hand staged files to uid %d: %w", spec.UID, err)
+		}
+	}
+	return plan, nil
 }

@@ -1,0 +1,178 @@
+package stage
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// manifestVersion is bumped when the manifest format changes incompatibly.
+const manifestVersion = 1
+
+// manifest describes one run's staging dir. It lives in the host-only state
+// dir, never in the sandbox home: a manifest names host paths that copy-back
+// writes to, so the sandbox must not be able to forge one.
+type manifest struct {
+	Version     int       `json:"version"`
+	RunID       string    `json:"run_id"`
+	PID         int       `json:"pid"` // informational; liveness is the lock
+	Started     time.Time `json:"started"`
+	SandboxHome string    `json:"sandbox_home"` // resolved host path
+	Entries     []entry   `json:"entries"`      // copy-back entries only
+}
+
+// entry is one copy-back: the staged directory Staged (relative to the run
+// dir) mirrors the host directory Host. Files records the state at staging
+// time of the files that existed; any other regular file found there at the
+// end is new and is created on the host. Deletions never propagate.
+type entry struct {
+	Arg        string            `json:"arg"`       // as written, for messages
+	Staged     string            `json:"staged"`    // slash path below the run dir
+	Host       string            `json:"host"`      // resolved host directory
+	Recursive  bool              `json:"recursive"` // subdirectories too (a --session-dir)
+	CreateHost bool              `json:"create_host,omitempty"`
+	Files      map[string]record `json:"files"`
+}
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// validRunID reports whether id can name a directory: ^[A-Za-z0-9._-]+$
+// and neither "." nor "..".
+func validRunID(id string) bool {
+	return runIDPattern.MatchString(id) && id != "." && id != ".."
+}
+
+// NewRunID returns 16 random hex digits.
+func NewRunID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate run id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func lockPath(stateDir, id string) string     { return filepath.Join(stateDir, id+".lock") }
+func manifestPath(stateDir, id string) string { return filepath.Join(stateDir, id+".json") }
+
+// createLock creates stateDir/<id>.lock already locked: the file is made
+// and flock'ed under a temporary name and then hard-linked into place, so
+// no one can ever see the lock file unlocked while its owner lives. The
+// lock is released when the returned file is closed or the process dies,
+// even by SIGKILL.
+func createLock(stateDir, id string) (*os.File, error) {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create state dir %s: %w", stateDir, err)
+	}
+	sfx, err := NewRunID()
+	if err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(stateDir, "."+id+".lock.tmp-"+sfx)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create lock file: %w", err)
+	}
+	defer os.Remove(tmp)
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", tmp, err)
+	}
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	if err := os.Link(tmp, lockPath(stateDir, id)); err != nil {
+		f.Close()
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("run id %s is already in use", id)
+		}
+		return nil, fmt.Errorf("create lock file: %w", err)
+	}
+	return f, nil
+}
+
+// tryLock opens and locks an existing lock file without waiting. held
+// reports that another open file holds the lock (its run is alive); a
+// missing file gives (nil, false, nil).
+func tryLock(p string) (f *os.File, held bool, err error) {
+	f, err = os.OpenFile(p, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("open lock %s: %w", p, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("lock %s: %w", p, err)
+	}
+	return f, false, nil
+}
+
+// writeManifest replaces stateDir/<id>.json atomically (temp file, fsync,
+// rename, fsync of the directory).
+func writeManifest(stateDir string, m *manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	dst := manifestPath(stateDir, m.RunID)
+	tmp := dst + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write manifest %s: %w", dst, err)
+	}
+	return syncDir(stateDir)
+}
+
+func readManifest(stateDir, id string) (*manifest, error) {
+	data, err := os.ReadFile(manifestPath(stateDir, id))
+	if err != nil {
+		return nil, err
+	}
+	var m manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("decode manifest %s: %w", manifestPath(stateDir, id), err)
+	}
+	if m.Version != manifestVersion {
+		return nil, fmt.Errorf("manifest %s: unknown version %d", manifestPath(stateDir, id), m.Version)
+	}
+	if m.RunID != id || !validRunID(m.RunID) || !filepath.IsAbs(m.SandboxHome) {
+		return nil, fmt.Errorf("manifest %s: inconsistent run id or sandbox home", manifestPath(stateDir, id))
+	}
+	return &m, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
