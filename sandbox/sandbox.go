@@ -36,7 +36,7 @@ type Sandbox struct {
 	// sandbox (PDEATHSIG would not do: libcontainer's init is a grandchild
 	// whose parent-death signal is reset by clone).
 	lifeline *os.File
-	state   *libcontainer.State
+	state    *libcontainer.State
 }
 
 // Dirs are the host directories sbx keeps its state in.

@@ -62,13 +62,13 @@ if sbx dies, every process of the sandbox dies with it.
 func cmdRun(args []string, s streams) int {
 	fs := newFlagSet("run", s)
 	var (
-		o                 runner.Options
-		ro, rw, env       listFlag
+		o           runner.Options
+		ro, rw, env listFlag
 		memory            = "512m"
 		cpus              = runner.DefaultCPUs
 		pids        int64 = runner.DefaultPids
 		tty               = "auto"
-		help              bool
+		help        bool
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "")
 	fs.BoolVar(&o.Write, "write", false, "")
@@ -177,4 +177,3 @@ func isTerminal(w any) bool {
 	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }
-
