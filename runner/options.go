@@ -62,6 +62,10 @@ type Options struct {
 	Stderr   io.Writer
 	// Log receives sbx's own messages ("sbx: ..."); os.Stderr when nil.
 	Log io.Writer
+	// ForwardSignals makes Run catch INT, TERM, HUP, QUIT, USR1, USR2 and
+	// WINCH and pass them to the program; otherwise the caller handles
+	// signals (and may cancel the context).
+	ForwardSignals bool
 	// StateDir is where sbx keeps run state (default /run/sbx). It must
 	// never be visible inside a sandbox.
 	StateDir string

@@ -31,7 +31,18 @@ type Result struct {
 	OOM      bool
 	Duration time.Duration
 	ID       string
+	// CleanupErr is set when teardown could not confirm the sandbox gone
+	// (its processes killed, cgroups and state removed); Run then also
+	// returns it wrapped in a [*CleanupError].
+	CleanupErr error
 }
+
+// CleanupError is returned by Run when the program ran but the sandbox could
+// not be torn down completely.
+type CleanupError struct{ Err error }
+
+func (e *CleanupError) Error() string { return "tear down sandbox: " + e.Err.Error() }
+func (e *CleanupError) Unwrap() error { return e.Err }
 
 // forwarded are the signals sbx passes on to the sandbox.
 var forwarded = []os.Signal{
@@ -82,8 +93,10 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	// Signals are caught from here on, so that a Ctrl-C during setup still
 	// tears down what was built.
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
+	if o.ForwardSignals {
+		signal.Notify(sigs, forwarded...)
+		defer signal.Stop(sigs)
+	}
 
 	var term *terminal
 	if o.Terminal {
@@ -98,8 +111,11 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		return res, fmt.Errorf("set up sandbox: %w", err)
 	}
 	defer func() {
-		if err := sb.Destroy(); err != nil && retErr == nil {
-			retErr = fmt.Errorf("tear down sandbox: %w", err)
+		if err := sb.Destroy(); err != nil {
+			res.CleanupErr = err
+			if retErr == nil {
+				retErr = &CleanupError{Err: err}
+			}
 		}
 	}()
 	var copied chan struct{}

@@ -245,17 +245,24 @@ func (s *Sandbox) Destroy() error {
 	return errors.Join(errs...)
 }
 
+// CleanupTimeout bounds how long Destroy waits for the kernel to finish
+// tearing down the sandbox's last processes before it reports failure.
+const CleanupTimeout = 10 * time.Second
+
 // destroyWithRetry retries libcontainer's Destroy while the kernel is still
 // tearing the cgroup's last processes down (rmdir returns EBUSY).
 func destroyWithRetry(c *libcontainer.Container) error {
-	var err error
-	for i := 0; i < 50; i++ {
-		if err = c.Destroy(); err == nil {
+	deadline := time.Now().Add(CleanupTimeout)
+	for {
+		err := c.Destroy()
+		if err == nil {
 			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return err
 }
 
 func readKey(path, key string) (int64, bool) {

@@ -29,6 +29,7 @@ a seccomp filter and memory, CPU and process limits. No daemon, no image.
 
 Usage:
   sbx run [flags] -- CMD [ARGS...]   run CMD in a new sandbox
+  sbx exec [--request FILE]          run one JSON request, print a JSON result
   sbx version                        print the version
   sbx help [COMMAND]                 show help
 
@@ -44,12 +45,19 @@ func sbxMain(args []string, s streams) int {
 	switch args[0] {
 	case "run":
 		return cmdRun(args[1:], s)
+	case "exec":
+		return cmdExec(args[1:], s)
 	case "version", "--version", "-version":
 		fmt.Fprintf(s.out, "sbx %s\n", version)
 		return 0
 	case "help", "-h", "--help", "-help":
-		if len(args) > 1 && args[1] == "run" {
-			return cmdRun([]string{"--help"}, s)
+		if len(args) > 1 {
+			switch args[1] {
+			case "run":
+				return cmdRun([]string{"--help"}, s)
+			case "exec":
+				return cmdExec([]string{"--help"}, s)
+			}
 		}
 		fmt.Fprint(s.out, usage)
 		return 0

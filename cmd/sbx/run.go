@@ -124,6 +124,7 @@ func cmdRun(args []string, s streams) int {
 	o.ReadOnly, o.ReadWrite, o.Env = ro, rw, env
 	o.Limits = sandbox.Limits{MemoryBytes: mem, CPUs: cpus, Pids: pids}
 	o.Stdin, o.Stdout, o.Stderr, o.Log = s.in, s.out, s.err, s.err
+	o.ForwardSignals = true
 
 	res, err := runner.Run(context.Background(), o)
 	if err != nil {

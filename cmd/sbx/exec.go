@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/runner"
+)
+
+const execUsage = `Usage: sbx exec [--request FILE] < request.json
+
+Runs one command described by a JSON request and writes one JSON result on
+stdout (nothing else is written there). This is the native form of the
+container variant's sandbox tool, for harnesses that hand a model a "run a
+command" tool.
+
+Request (JSON Schema: gate/request.schema.json):
+  {"command": ["ls", "-la"],        1..128 non-empty strings, no shell wrappers
+   "workspace": "/abs/dir",          existing directory
+   "cwd": "sub/dir",                 optional, relative, must stay inside
+   "write": false, "confirmWrite": false,   writable workspace needs both
+   "allowShell": false, "confirmShell": false,  sh/bash/... need both
+   "timeoutMs": 120000}              optional, at most 120000
+
+Result (JSON Schema: gate/result.schema.json):
+  {"status": "exited"|"timed_out"|"failed"|"rejected"|"cancelled",
+   "exitCode": 0 (null unless exited), "output": "...", "truncated": false,
+   "violations": [...], "durationMs": 12, "error": "...", "cleanupError": "..."}
+
+Fixed limits: 512 MiB memory, 1 CPU, 256 processes, no network, throwaway
+home, workspace read-only unless write+confirmWrite. Output is stdout then
+stderr (concatenated, not interleaved), escapes stripped, control characters
+replaced, at most 12,000 bytes (the tail, with a truncation notice).
+SIGINT/SIGTERM cancel the run; a result with status "cancelled" is still
+written. Exit status: 0 when a result was written, 125 otherwise.
+
+Flags:
+  --request FILE   read the request from FILE instead of stdin
+`
+
+func cmdExec(args []string, s streams) int {
+	fs := newFlagSet("exec", s)
+	var reqFile string
+	var help bool
+	fs.StringVar(&reqFile, "request", "", "")
+	fs.BoolVar(&help, "help", false, "")
+	fs.BoolVar(&help, "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(s.out, execUsage)
+			return 0
+		}
+		return fail(s, fmt.Errorf("exec: %v (see sbx exec --help)", err))
+	}
+	if help {
+		fmt.Fprint(s.out, execUsage)
+		return 0
+	}
+	if fs.NArg() > 0 {
+		return fail(s, fmt.Errorf("exec: unexpected argument %q: the command goes in the JSON request", fs.Arg(0)))
+	}
+	var in io.Reader = s.in
+	if reqFile != "" {
+		f, err := os.Open(reqFile)
+		if err != nil {
+			return fail(s, fmt.Errorf("exec: %w", err))
+		}
+		defer f.Close()
+		in = f
+	}
+	if in == nil {
+		return fail(s, errors.New("exec: no request on stdin"))
+	}
+	data, err := io.ReadAll(io.LimitReader(in, gate.MaxRequestBytes+1))
+	if err != nil {
+		return fail(s, fmt.Errorf("exec: read request: %w", err))
+	}
+	var res gate.Result
+	if len(data) > gate.MaxRequestBytes {
+		res = gate.Rejected(fmt.Errorf("request larger than %d bytes", gate.MaxRequestBytes))
+	} else if req, err := gate.ParseRequest(data); err != nil {
+		res = gate.Rejected(err)
+	} else {
+		ctx, stop := signal.NotifyContext(context.Background(), unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
+		res = runner.Exec(ctx, req, runner.ExecOptions{})
+		stop()
+	}
+	enc := json.NewEncoder(s.out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		return fail(s, fmt.Errorf("exec: write result: %w", err))
+	}
+	return 0
+}

@@ -1,0 +1,88 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/sandbox"
+)
+
+// ExecOptions are the host-side settings of [Exec]; the request itself
+// cannot change them.
+type ExecOptions struct {
+	// StateDir as in Options.
+	StateDir string
+	// HostEnv as in Options.
+	HostEnv []string
+}
+
+// Exec runs one sandbox-tool request (see package gate) with the fixed
+// limits of the container variant: 512 MiB, 1 CPU, 256 PIDs, no network, a
+// throwaway home, the workspace read-only unless write and confirmWrite, and
+// at most 120 s. A rejected request starts nothing. Cancelling ctx kills the
+// sandbox and yields status "cancelled". The output is stdout then stderr,
+// shaped by gate.ShapeTails.
+func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
+	checked, err := req.Check()
+	if err != nil {
+		return gate.Rejected(err)
+	}
+	stdout, stderr := gate.NewTail(gate.OutputBudget), gate.NewTail(gate.OutputBudget)
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return failed(err, 0)
+	}
+	defer devnull.Close()
+	o := Options{
+		Args:      checked.Request.Command,
+		Workspace: checked.Root,
+		Write:     checked.Writable,
+		Cwd:       checked.Dir,
+		Home:      HomeTmp,
+		HostEnv:   eo.HostEnv,
+		Limits: sandbox.Limits{
+			MemoryBytes: gate.MemoryBytes,
+			CPUs:        gate.CPUs,
+			Pids:        gate.Pids,
+		},
+		Timeout:  checked.Timeout,
+		Stdin:    devnull,
+		Stdout:   stdout,
+		Stderr:   stderr,
+		Log:      stderr,
+		StateDir: eo.StateDir,
+	}
+	start := time.Now()
+	res, err := Run(ctx, o)
+	out := gate.Result{DurationMs: time.Since(start).Milliseconds()}
+	out.Output, out.Truncated = gate.ShapeTails(stdout, stderr)
+	if res.CleanupErr != nil {
+		out.CleanupError = res.CleanupErr.Error()
+	}
+	var cleanup *CleanupError
+	switch {
+	case err != nil && !errors.As(err, &cleanup):
+		out.Status = gate.StatusFailed
+		out.Error = err.Error()
+	case res.Cancelled:
+		out.Status = gate.StatusCancelled
+	case res.TimedOut:
+		out.Status = gate.StatusTimedOut
+		out.Error = "timed out after " + checked.Timeout.String() + ": the sandbox was killed"
+	default:
+		code := res.ExitCode
+		out.Status = gate.StatusExited
+		out.ExitCode = &code
+		if res.OOM {
+			out.Error = "out of memory: the command was killed at the 512 MiB limit"
+		}
+	}
+	return out
+}
+
+func failed(err error, ms int64) gate.Result {
+	return gate.Result{Status: gate.StatusFailed, Error: err.Error(), DurationMs: ms}
+}
