@@ -62,6 +62,8 @@ type Options struct {
 	Stderr   io.Writer
 	// Log receives sbx's own messages ("sbx: ..."); os.Stderr when nil.
 	Log io.Writer
+	// Policy demands a file tier (default PolicyAuto).
+	Policy Policy
 	// ForwardSignals makes Run catch INT, TERM, HUP, QUIT, USR1, USR2 and
 	// WINCH and pass them to the program; otherwise the caller handles
 	// signals (and may cancel the context).

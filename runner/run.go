@@ -304,6 +304,12 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		Limits:     o.Limits,
 		Terminal:   o.Terminal,
 	}
+	t, err := selectTiers(o.Policy)
+	if err != nil {
+		cleanup()
+		return nil, nop, err
+	}
+	spec.Landlock = t.landlock
 	if err := spec.Validate(); err != nil {
 		cleanup()
 		return nil, nop, err

@@ -104,6 +104,10 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 	shimCfg := spec.Shim
 	shimCfg.Terminal = spec.Terminal
 	shimCfg.LifelineFD = 3
+	if spec.Landlock {
+		pol := spec.LandlockPolicy(layout)
+		shimCfg.Landlock = &pol
+	}
 	env, err := shimEnviron(spec.Env, shimCfg)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,8 @@ type ShimConfig struct {
 	// LifelineFD is the read end of a pipe that only sbx holds open: EOF
 	// on it means sbx is gone, and the shim ends the sandbox.
 	LifelineFD int `json:"lifeline,omitempty"`
+	// Landlock, when set, is applied to the shim and so to the program.
+	Landlock *FilePolicy `json:"landlock,omitempty"`
 }
 
 // ExitNotFound and ExitNotExecutable are the shim's (and sbx's) statuses for
@@ -70,6 +72,12 @@ func RunShim(args []string) int {
 		}()
 	}
 
+	if cfg.Landlock != nil {
+		if err := applyLandlock(*cfg.Landlock); err != nil {
+			fmt.Fprintf(os.Stderr, "sbx: refusing to run: %v\n", err)
+			return 125
+		}
+	}
 	path, code := lookPath(args[0])
 	if code != 0 {
 		return code

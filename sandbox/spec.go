@@ -50,6 +50,8 @@ type Spec struct {
 	Limits   Limits
 	// Terminal gives the program a new pty as its stdin/stdout/stderr.
 	Terminal bool
+	// Landlock turns on the Landlock file tier (see [FilePolicy]).
+	Landlock bool
 	// ShimConfig is passed to the shim inside the sandbox (see [ShimConfig]).
 	Shim ShimConfig
 }

@@ -51,6 +51,10 @@ Flags:
   --timeout DUR     kill the whole sandbox after DUR (e.g. 30s, 5m); status 124
   --tty MODE        auto|always|never: give the program its own pty
                     (auto: when stdin and stdout are terminals)
+  --policy TIER     file tier to demand: auto (every tier the kernel has:
+                    BPF LSM and/or Landlock; refuse to run with none),
+                    landlock, or bpf; a demanded tier that is missing makes
+                    sbx exit 125
 
 Exit status: the program's own; 128+N if it died of signal N; 124 on timeout;
 126 if CMD is not executable; 127 if it is not found; 125 if sbx itself failed
@@ -68,6 +72,7 @@ func cmdRun(args []string, s streams) int {
 		cpus              = runner.DefaultCPUs
 		pids        int64 = runner.DefaultPids
 		tty               = "auto"
+		policy            = "auto"
 		help        bool
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "")
@@ -82,6 +87,7 @@ func cmdRun(args []string, s streams) int {
 	fs.Int64Var(&pids, "pids", pids, "")
 	fs.DurationVar(&o.Timeout, "timeout", 0, "")
 	fs.StringVar(&tty, "tty", tty, "")
+	fs.StringVar(&policy, "policy", policy, "")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -120,6 +126,9 @@ func cmdRun(args []string, s streams) int {
 	case "never":
 	default:
 		return fail(s, fmt.Errorf("run: --tty %q: want auto, always or never", tty))
+	}
+	if o.Policy, err = runner.ParsePolicy(policy); err != nil {
+		return fail(s, fmt.Errorf("run: --policy: %v", err))
 	}
 	o.ReadOnly, o.ReadWrite, o.Env = ro, rw, env
 	o.Limits = sandbox.Limits{MemoryBytes: mem, CPUs: cpus, Pids: pids}

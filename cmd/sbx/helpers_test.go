@@ -1,0 +1,629 @@
+package main
+
+// Helpers of the integration tests: every test runs the real sbx binary
+// (built once by TestMain) as a subprocess, in a fresh workspace, and checks
+// after each run that the sandbox left nothing behind.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// stateRoot is sbx's default state directory (runner.DefaultStateDir);
+	// one directory per live run under stateRoot/run, libcontainer's state
+	// under stateRoot/lc.
+	stateRoot = "/run/sbx"
+	// cgroupRoot holds every cgroup hierarchy (v1 controllers and the
+	// unified one on a hybrid host, or the single cgroup2 tree).
+	cgroupRoot = "/sys/fs/cgroup"
+	// runTimeout bounds every sbx run of the tests, so that a hung sandbox
+	// fails its test instead of hanging the suite.
+	runTimeout = 60 * time.Second
+)
+
+var (
+	// sbxBin is the binary under test.
+	sbxBin string
+	// isRoot tells whether the tests can run at all.
+	isRoot = os.Geteuid() == 0
+	// runs attributes the run directories sbx creates to sbx processes.
+	runs *runWatcher
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	if !isRoot {
+		// Every test skips with the reason; nothing to build.
+		return m.Run()
+	}
+	if bin := os.Getenv("SBX_BIN"); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "SBX_BIN %s: %v\n", bin, err)
+			return 1
+		}
+		sbxBin = abs
+	} else {
+		dir, err := os.MkdirTemp("", "sbx-it-bin-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "create build dir: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		sbxBin = filepath.Join(dir, "sbx")
+		build := exec.Command("go", "build", "-tags", "seccomp", "-o", sbxBin, ".")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "build sbx: %v\n", err)
+			return 1
+		}
+	}
+	var err error
+	runs, err = startRunWatcher(filepath.Join(stateRoot, "run"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "watch sbx run dirs: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// requireRoot skips t when the tests do not run as root: sbx run needs
+// root for namespaces, cgroups and BPF.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if !isRoot {
+		t.Skip("sbx run needs root (namespaces, cgroups, BPF); run go test as root")
+	}
+}
+
+// runRecord is one run directory sbx created, with the sbx process that
+// owns it (from its owner record) and that process's ancestors at the time.
+type runRecord struct {
+	id        string
+	pid       int
+	ancestors []int
+	seen      time.Time
+}
+
+// runWatcher learns, through inotify, the id of every sandbox created while
+// the tests run, and which sbx process created it. Tests use it to check
+// that exactly that sandbox's state and cgroups are gone after the run, even
+// while other sandboxes run in parallel.
+type runWatcher struct {
+	dir  string
+	mu   sync.Mutex
+	recs []runRecord
+	err  error
+}
+
+func startRunWatcher(dir string) (*runWatcher, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("inotify_init1", err)
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("inotify_add_watch", err)
+	}
+	w := &runWatcher{dir: dir}
+	go w.loop(fd)
+	return w, nil
+}
+
+func (w *runWatcher) loop(fd int) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			w.fail(fmt.Errorf("read inotify events: %w", err))
+			return
+		}
+		// struct inotify_event: wd, mask, cookie, len (4 bytes each), name.
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			mask := binary.NativeEndian.Uint32(buf[off+4:])
+			nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
+			name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+nameLen], "\x00"))
+			off += unix.SizeofInotifyEvent + nameLen
+			if mask&unix.IN_Q_OVERFLOW != 0 {
+				w.fail(errors.New("inotify queue overflow: runs may be unattributed"))
+			}
+			if mask&unix.IN_ISDIR != 0 && name != "" {
+				go w.attribute(name, time.Now())
+			}
+		}
+	}
+}
+
+func (w *runWatcher) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+// attribute reads the owner record of run id (sbx writes it right after
+// creating the directory) and records the owner and its ancestors.
+func (w *runWatcher) attribute(id string, seen time.Time) {
+	owner := filepath.Join(w.dir, id, "owner")
+	for i := 0; i < 1000; i++ {
+		data, err := os.ReadFile(owner)
+		if err == nil {
+			var pid int
+			var start uint64
+			if _, err := fmt.Sscanf(string(data), "%d %d", &pid, &start); err == nil {
+				w.mu.Lock()
+				w.recs = append(w.recs, runRecord{id: id, pid: pid, ancestors: ancestors(pid), seen: seen})
+				w.mu.Unlock()
+				return
+			}
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, id)); errors.Is(err, os.ErrNotExist) {
+			return // gone before its owner could be read
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// ancestors returns the parent chain of pid (without pid itself).
+func ancestors(pid int) []int {
+	var out []int
+	for p := pid; p > 1 && len(out) < 64; {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+		if err != nil {
+			break
+		}
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+1:])
+		if i < 0 || len(f) < 2 {
+			break
+		}
+		pp, err := strconv.Atoi(f[1])
+		if err != nil {
+			break
+		}
+		out = append(out, pp)
+		p = pp
+	}
+	return out
+}
+
+// ids returns the ids of the runs created since start by pid or by a
+// descendant of pid, waiting up to wait for at least one to show up.
+func (w *runWatcher) ids(pid int, start time.Time, wait time.Duration) ([]string, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		w.mu.Lock()
+		var ids []string
+		for _, r := range w.recs {
+			if r.seen.Before(start) {
+				continue
+			}
+			if r.pid == pid || containsInt(r.ancestors, pid) {
+				ids = append(ids, r.id)
+			}
+		}
+		err := w.err
+		w.mu.Unlock()
+		if len(ids) > 0 || err != nil || time.Now().After(deadline) {
+			return ids, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// leftovers lists what remains on the host of sandbox id: its run dir,
+// libcontainer state, cgroup directories in every hierarchy, throwaway home.
+func leftovers(id string) []string {
+	var found []string
+	for _, p := range []string{
+		filepath.Join(stateRoot, "run", id),
+		filepath.Join(stateRoot, "lc", id),
+		filepath.Join(cgroupRoot, "sbx", id), // cgroup2-only host
+	} {
+		if _, err := os.Lstat(p); err == nil {
+			found = append(found, p)
+		}
+	}
+	cg, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sbx", id)) // v1 controllers, unified
+	found = append(found, cg...)
+	homes, _ := filepath.Glob(filepath.Join(os.TempDir(), "sbx-home-"+id+"-*"))
+	return append(found, homes...)
+}
+
+// assertNoLeftovers fails t if anything of sandbox id is left on the host.
+func assertNoLeftovers(t *testing.T, id string) {
+	t.Helper()
+	if l := leftovers(id); len(l) > 0 {
+		t.Errorf("sandbox %s left behind: %s", id, strings.Join(l, ", "))
+	}
+}
+
+// result is how one process ended.
+type result struct {
+	stdout, stderr string
+	code           int
+	elapsed        time.Duration
+	// ids are the sandboxes this sbx process created.
+	ids []string
+}
+
+// String describes r for failure messages.
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout: %q\nstderr: %q", r.code, r.stdout, r.stderr)
+}
+
+// box is one test's world: a fresh workspace and a fresh XDG_DATA_HOME (so
+// the default sbx home of the runs lies in a temp dir, not in root's home).
+type box struct {
+	t    *testing.T
+	ws   string // workspace and default cwd
+	data string // XDG_DATA_HOME of sbx
+	env  []string
+}
+
+// newBox skips t unless root and marks it parallel.
+func newBox(t *testing.T) *box {
+	t.Helper()
+	requireRoot(t)
+	t.Parallel()
+	return newSerialBox(t)
+}
+
+// newSerialBox is newBox for a test that must not run in parallel.
+func newSerialBox(t *testing.T) *box {
+	t.Helper()
+	requireRoot(t)
+	ws := t.TempDir()
+	data := t.TempDir()
+	// The workspace is reached by the program with the invoking user's
+	// ids and no capabilities: make the temp dirs traversable.
+	for _, d := range []string{filepath.Dir(ws), ws} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &box{t: t, ws: ws, data: data}
+}
+
+// opts change how a process is run.
+type opts struct {
+	dir        string    // working directory (default: the workspace)
+	env        []string  // added to (and overriding) the environment
+	stdin      io.Reader // default: /dev/null
+	extraFiles []*os.File
+}
+
+// environ returns the environment the test gives sbx: the test's own,
+// without sudo's variables and with the box's XDG_DATA_HOME, plus extra.
+func (b *box) environ(extra []string) []string {
+	drop := map[string]bool{"SUDO_UID": true, "SUDO_GID": true, "SUDO_USER": true, "SUDO_COMMAND": true, "XDG_DATA_HOME": true}
+	for _, kv := range append(append([]string{}, b.env...), extra...) {
+		k, _, _ := strings.Cut(kv, "=")
+		drop[k] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "XDG_DATA_HOME="+b.data)
+	env = append(env, b.env...)
+	return append(env, extra...)
+}
+
+// run runs "sbx run ARGS..." and checks the run left nothing behind.
+func (b *box) run(args ...string) result {
+	b.t.Helper()
+	return b.sbx(opts{}, append([]string{"run"}, args...)...)
+}
+
+// runOpts is run with options.
+func (b *box) runOpts(o opts, args ...string) result {
+	b.t.Helper()
+	return b.sbx(o, append([]string{"run"}, args...)...)
+}
+
+// sbx runs the sbx binary with args, waits for it, and checks that every
+// sandbox it created is gone.
+func (b *box) sbx(o opts, args ...string) result {
+	b.t.Helper()
+	p := b.start(o, args...)
+	return p.wait()
+}
+
+// host runs name directly on the host (the control of a denial), with the
+// same environment and working directory sbx would get.
+func (b *box) host(o opts, name string, args ...string) result {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = b.ws
+	if o.dir != "" {
+		cmd.Dir = o.dir
+	}
+	cmd.Env = b.environ(o.env)
+	cmd.Stdin = o.stdin
+	cmd.ExtraFiles = o.extraFiles
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start), code: exitCode(err)}
+	if ctx.Err() != nil {
+		b.t.Fatalf("host %s %q did not end within %v", name, args, runTimeout)
+	}
+	if r.code < 0 {
+		b.t.Fatalf("host %s %q: %v", name, args, err)
+	}
+	return r
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		ws := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
+	}
+	return -1
+}
+
+// proc is a running sbx process. Its stdout is read line by line as it
+// arrives.
+type proc struct {
+	b      *box
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	start  time.Time
+	lines  chan string
+	mu     sync.Mutex
+	out    bytes.Buffer
+	errb   bytes.Buffer
+	copied chan struct{}
+	ctx    context.Context
+}
+
+// start starts the sbx binary with args.
+func (b *box) start(o opts, args ...string) *proc {
+	b.t.Helper()
+	return b.startCmd(o, sbxBin, args...)
+}
+
+// startCmd starts name (sbx, or a wrapper such as script around it).
+func (b *box) startCmd(o opts, name string, args ...string) *proc {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = b.ws
+	if o.dir != "" {
+		cmd.Dir = o.dir
+	}
+	cmd.Env = b.environ(o.env)
+	cmd.Stdin = o.stdin
+	cmd.ExtraFiles = o.extraFiles
+	cmd.WaitDelay = 5 * time.Second
+	p := &proc{b: b, cmd: cmd, cancel: cancel, lines: make(chan string, 1024), copied: make(chan struct{}), ctx: ctx}
+	cmd.Stderr = lockedWriter{&p.mu, &p.errb}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		b.t.Fatal(err)
+	}
+	p.start = time.Now()
+	if err := cmd.Start(); err != nil {
+		cancel()
+		b.t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		defer close(p.copied)
+		defer close(p.lines)
+		r := bufio.NewReader(stdout)
+		for {
+			line, err := r.ReadString('\n')
+			p.mu.Lock()
+			p.out.WriteString(line)
+			p.mu.Unlock()
+			if line != "" {
+				select {
+				case p.lines <- strings.TrimRight(line, "\r\n"):
+				default:
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return p
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// waitLine waits until the program prints the line want.
+func (p *proc) waitLine(want string) {
+	p.b.t.Helper()
+	timer := time.NewTimer(30 * time.Second)
+	defer timer.Stop()
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				p.b.t.Fatalf("output ended before %q; got %q, stderr %q", want, p.stdout(), p.stderrText())
+			}
+			if line == want {
+				return
+			}
+		case <-timer.C:
+			p.b.t.Fatalf("no line %q within 30s; got %q, stderr %q", want, p.stdout(), p.stderrText())
+		}
+	}
+}
+
+func (p *proc) stdout() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func (p *proc) stderrText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.errb.String()
+}
+
+// signal sends sig to the sbx process itself.
+func (p *proc) signal(sig syscall.Signal) {
+	p.b.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.b.t.Fatalf("signal sbx: %v", err)
+	}
+}
+
+// exited reports whether the sbx process has exited (it is a zombie or
+// gone); it does not reap it.
+func (p *proc) exited() bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || len(s) < i+3 || s[i+2] == 'Z' || s[i+2] == 'X'
+}
+
+// wait waits for the process, then checks that every sandbox it created
+// is gone from the host.
+func (p *proc) wait() result {
+	p.b.t.Helper()
+	defer p.cancel()
+	err := p.cmd.Wait()
+	<-p.copied
+	r := result{stdout: p.stdout(), stderr: p.stderrText(), elapsed: time.Since(p.start), code: exitCode(err)}
+	if p.ctx.Err() != nil {
+		p.b.t.Fatalf("%q did not end within %v (killed)\n%v", p.cmd.Args, runTimeout, r)
+	}
+	if r.code < 0 {
+		p.b.t.Fatalf("%q: %v", p.cmd.Args, err)
+	}
+	r.stderr = dropReclaimNotes(r.stderr)
+	ids, werr := runs.ids(p.cmd.Process.Pid, p.start, p.expectSandbox(r))
+	if werr != nil {
+		p.b.t.Errorf("run watcher: %v", werr)
+	}
+	r.ids = ids
+	if len(ids) == 0 && p.expectSandbox(r) > 0 {
+		p.b.t.Errorf("%q ran but no sandbox state dir was seen under %s/run: cannot check for leftovers", p.cmd.Args, stateRoot)
+	}
+	for _, id := range ids {
+		assertNoLeftovers(p.b.t, id)
+	}
+	return r
+}
+
+// expectSandbox returns how long to wait for the run dir of a finished run:
+// a run that got as far as the program (any status but 125) must have made
+// one; a failed setup usually made none, so a short look suffices.
+func (p *proc) expectSandbox(r result) time.Duration {
+	if len(p.cmd.Args) < 2 || p.cmd.Args[1] != "run" || r.code == exitSbxError {
+		return 50 * time.Millisecond
+	}
+	return 2 * time.Second
+}
+
+// reclaimNote is what sbx prints when it cleans up after an sbx killed
+// earlier (possibly by another test or another user of this machine).
+var reclaimNote = regexp.MustCompile(`(?m)^sbx: cleaned up \d+ sandbox\(es\) left by a killed sbx\n`)
+
+func dropReclaimNotes(s string) string { return reclaimNote.ReplaceAllString(s, "") }
+
+// writeFile writes a file for a test, failing it on error.
+func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// uniqueName returns a name no other test (or earlier run) uses.
+func uniqueName(t *testing.T, prefix string) string {
+	var b [6]byte
+	f, err := os.Open("/dev/urandom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s-%x", prefix, b)
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// lines splits output into lines without the trailing empty one.
+func lines(s string) []string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}

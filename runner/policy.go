@@ -1,0 +1,68 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sbx-sandbox/sbx/sandbox"
+)
+
+// Policy names which file tier a run must have.
+type Policy string
+
+// The policies of --policy.
+const (
+	// PolicyAuto uses every file tier the kernel offers (BPF LSM and
+	// Landlock both, where both exist) and refuses to run with none.
+	PolicyAuto Policy = "auto"
+	// PolicyLandlock demands Landlock.
+	PolicyLandlock Policy = "landlock"
+	// PolicyBPF demands the BPF LSM tier.
+	PolicyBPF Policy = "bpf"
+)
+
+// ParsePolicy checks a --policy value.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case PolicyAuto, PolicyLandlock, PolicyBPF:
+		return p, nil
+	case "":
+		return PolicyAuto, nil
+	}
+	return "", fmt.Errorf("unknown policy %q: want auto, landlock or bpf", s)
+}
+
+// tiers are the file tiers a run gets.
+type tiers struct {
+	landlock bool
+	bpfLSM   bool
+}
+
+// lsmProbe reports why the BPF LSM tier is unavailable (nil: available).
+// It is a variable so that the BPF package can provide it.
+var lsmProbe = func() error {
+	return errors.New("BPF LSM tier: not available in this build")
+}
+
+// selectTiers decides the file tiers for p, failing closed: a demanded tier
+// that is missing, or no tier at all, is an error naming the protection.
+func selectTiers(p Policy) (tiers, error) {
+	_, llErr := sandbox.LandlockABI()
+	lsmErr := lsmProbe()
+	t := tiers{landlock: llErr == nil, bpfLSM: lsmErr == nil}
+	switch p {
+	case PolicyLandlock:
+		if llErr != nil {
+			return t, fmt.Errorf("--policy landlock: %w", llErr)
+		}
+	case PolicyBPF:
+		if lsmErr != nil {
+			return t, fmt.Errorf("--policy bpf: %w", lsmErr)
+		}
+	default:
+		if llErr != nil && lsmErr != nil {
+			return t, fmt.Errorf("no file tier available, refusing to run unconfined: %v; %v", llErr, lsmErr)
+		}
+	}
+	return t, nil
+}
