@@ -10,6 +10,10 @@ BIN       := bin
 
 all: build
 
+-include testdata/trysyscall/trysyscall.mk
+-include vmtest/vmtest.mk
+EXTRA_BINS := bin/trysyscall bin/trysyscall32
+
 ## deps: install the Debian packages the build, the tests and the benchmarks need (root)
 deps:
 	./.ci/deps.sh
@@ -21,8 +25,6 @@ $(BIN)/sbx: FORCE
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS) -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sbx
 
--include testdata/trysyscall/trysyscall.mk
--include vmtest/vmtest.mk
 
 ## demo: run a command in a sandbox: works in the workspace, refused outside
 demo: deps build
