@@ -30,6 +30,7 @@ a seccomp filter and memory, CPU and process limits. No daemon, no image.
 Usage:
   sbx run [flags] -- CMD [ARGS...]   run CMD in a new sandbox
   sbx exec [--request FILE]          run one JSON request, print a JSON result
+  sbx doctor                         check what this host can enforce
   sbx version                        print the version
   sbx help [COMMAND]                 show help
 
@@ -47,6 +48,8 @@ func sbxMain(args []string, s streams) int {
 		return cmdRun(args[1:], s)
 	case "exec":
 		return cmdExec(args[1:], s)
+	case "doctor":
+		return cmdDoctor(args[1:], s)
 	case "version", "--version", "-version":
 		fmt.Fprintf(s.out, "sbx %s\n", version)
 		return 0
@@ -57,6 +60,8 @@ func sbxMain(args []string, s streams) int {
 				return cmdRun([]string{"--help"}, s)
 			case "exec":
 				return cmdExec([]string{"--help"}, s)
+			case "doctor":
+				return cmdDoctor([]string{"--help"}, s)
 			}
 		}
 		fmt.Fprint(s.out, usage)
