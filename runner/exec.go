@@ -55,9 +55,12 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Log:      stderr,
 		StateDir: eo.StateDir,
 	}
+	var out gate.Result
+	o.reporter = newReporter(nil, nil, !checked.Writable)
 	start := time.Now()
 	res, err := Run(ctx, o)
-	out := gate.Result{DurationMs: time.Since(start).Milliseconds()}
+	out.Violations, out.ViolationsDropped = o.reporter.violations()
+	out.DurationMs = time.Since(start).Milliseconds()
 	out.Output, out.Truncated = gate.ShapeTails(stdout, stderr)
 	if res.CleanupErr != nil {
 		out.CleanupError = res.CleanupErr.Error()

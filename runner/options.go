@@ -62,6 +62,8 @@ type Options struct {
 	Stderr   io.Writer
 	// Log receives sbx's own messages ("sbx: ..."); os.Stderr when nil.
 	Log io.Writer
+	// Violations, when set, receives every denial as a JSON line.
+	Violations io.Writer
 	// Policy demands a file tier (default PolicyAuto).
 	Policy Policy
 	// ForwardSignals makes Run catch INT, TERM, HUP, QUIT, USR1, USR2 and
@@ -72,7 +74,9 @@ type Options struct {
 	// never be visible inside a sandbox.
 	StateDir string
 
-	who invoker // filled by spec
+	who      invoker   // filled by spec
+	tiers    tiers     // filled by spec
+	reporter *reporter // set by Exec to collect the result's violations
 }
 
 // invoker is the user a run is for: under sudo, the user who ran sudo.

@@ -3,6 +3,10 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -46,9 +50,9 @@ var lsmProbe = func() error {
 
 // selectTiers decides the file tiers for p, failing closed: a demanded tier
 // that is missing, or no tier at all, is an error naming the protection.
-func selectTiers(p Policy) (tiers, error) {
+func selectTiers(p Policy, stateDir string) (tiers, error) {
 	_, llErr := sandbox.LandlockABI()
-	lsmErr := lsmProbe()
+	lsmErr := cachedLSMProbe(stateDir)
 	t := tiers{landlock: llErr == nil, bpfLSM: lsmErr == nil}
 	switch p {
 	case PolicyLandlock:
@@ -65,4 +69,37 @@ func selectTiers(p Policy) (tiers, error) {
 		}
 	}
 	return t, nil
+}
+
+// lsmProbeCache remembers the BPF LSM probe's verdict for the current boot
+// in the state dir: the probe loads a program (and the kernel's BTF), ~25
+// ms, and its answer cannot change without a reboot. A cached "available"
+// is still proven on every run by OpenLSM's self-test.
+func cachedLSMProbe(stateDir string) error {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return lsmProbe()
+	}
+	key := strings.TrimSpace(string(boot))
+	path := filepath.Join(stateDir, "lsm-probe")
+	if data, err := os.ReadFile(path); err == nil {
+		if k, verdict, ok := strings.Cut(string(data), "\n"); ok && k == key {
+			if verdict == "ok" {
+				return nil
+			}
+			return errors.New(verdict)
+		}
+	}
+	perr := lsmProbe()
+	verdict := "ok"
+	if perr != nil {
+		verdict = perr.Error()
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err == nil {
+		tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
+		if os.WriteFile(tmp, []byte(key+"\n"+verdict), 0o600) == nil {
+			_ = os.Rename(tmp, path)
+		}
+	}
+	return perr
 }

@@ -98,6 +98,26 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		defer signal.Stop(sigs)
 	}
 
+	rep := newReporter(o.Log, o.Violations, !o.Write)
+	if o.reporter != nil {
+		rep = o.reporter
+	}
+	defer rep.finish()
+	wall, err := openNetWall()
+	if err != nil {
+		return res, err
+	}
+	defer wall.close()
+	var lsm *lsmTier
+	if o.tiers.bpfLSM {
+		if lsm, err = openLSMTier(wall); err != nil {
+			return res, err
+		}
+		defer lsm.close()
+	}
+	spec.Shim.NetCanary = true
+	spec.AllowInetSockets = true // the wall denies them, and reports it
+
 	var term *terminal
 	if o.Terminal {
 		term, err = newTerminal(o.Stdin)
@@ -118,6 +138,14 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			}
 		}
 	}()
+	if err := wall.watch(sb.CgroupPaths()[""], rep); err != nil {
+		return res, err
+	}
+	if lsm != nil {
+		if err := lsm.add(spec, sb.CgroupPaths()[""], sb.Pid()); err != nil {
+			return res, err
+		}
+	}
 	var copied chan struct{}
 	if term != nil {
 		copied = term.attach(sb.Console(), o.Stdout)
@@ -304,12 +332,13 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		Limits:     o.Limits,
 		Terminal:   o.Terminal,
 	}
-	t, err := selectTiers(o.Policy)
+	t, err := selectTiers(o.Policy, o.StateDir)
 	if err != nil {
 		cleanup()
 		return nil, nop, err
 	}
 	spec.Landlock = t.landlock
+	o.tiers = t
 	if err := spec.Validate(); err != nil {
 		cleanup()
 		return nil, nop, err

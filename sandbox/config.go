@@ -145,6 +145,14 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 			masked = append(masked, p)
 		}
 	}
+	var fams []int
+	if s.AllowInetSockets {
+		fams = []int{unix.AF_INET, unix.AF_INET6}
+	}
+	filter, err := SeccompWith(SeccompOptions{SocketFamilies: fams})
+	if err != nil {
+		return nil, err
+	}
 	cfg := &configs.Config{
 		Rootfs:            rootfs,
 		Readonlyfs:        true,
@@ -164,7 +172,7 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 		Cgroups:         cg,
 		MaskPaths:       masked,
 		ReadonlyPaths:   readonlyProc,
-		Seccomp:         Seccomp(),
+		Seccomp:         filter,
 		Rlimits: []configs.Rlimit{
 			{Type: unix.RLIMIT_CORE, Hard: 0, Soft: 0},
 		},

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/bpf"
 )
 
 // shimEnv carries the [ShimConfig] from sbx to the shim; the shim removes it
@@ -25,6 +27,9 @@ type ShimConfig struct {
 	// LifelineFD is the read end of a pipe that only sbx holds open: EOF
 	// on it means sbx is gone, and the shim ends the sandbox.
 	LifelineFD int `json:"lifeline,omitempty"`
+	// NetCanary makes the shim prove the network wall before it starts the
+	// program: socket(AF_INET) and socket(AF_INET6) must fail with EPERM.
+	NetCanary bool `json:"netCanary,omitempty"`
 	// Landlock, when set, is applied to the shim and so to the program.
 	Landlock *FilePolicy `json:"landlock,omitempty"`
 }
@@ -74,6 +79,12 @@ func RunShim(args []string) int {
 
 	if cfg.Landlock != nil {
 		if err := applyLandlock(*cfg.Landlock); err != nil {
+			fmt.Fprintf(os.Stderr, "sbx: refusing to run: %v\n", err)
+			return 125
+		}
+	}
+	if cfg.NetCanary {
+		if err := bpf.Canary(); err != nil {
 			fmt.Fprintf(os.Stderr, "sbx: refusing to run: %v\n", err)
 			return 125
 		}

@@ -50,6 +50,10 @@ type Spec struct {
 	Limits   Limits
 	// Terminal gives the program a new pty as its stdin/stdout/stderr.
 	Terminal bool
+	// AllowInetSockets lets seccomp pass socket(AF_INET/AF_INET6) through
+	// to the cgroup BPF wall, which denies them and reports each denial;
+	// without it seccomp refuses every family but AF_UNIX itself.
+	AllowInetSockets bool
 	// Landlock turns on the Landlock file tier (see [FilePolicy]).
 	Landlock bool
 	// ShimConfig is passed to the shim inside the sandbox (see [ShimConfig]).

@@ -168,4 +168,3 @@ func mountedErr(path, fstype string) error {
 	}
 	return fmt.Errorf("not mounted (sbx mounts it when it needs it: mount -t %s none %s)", fstype, path)
 }
-

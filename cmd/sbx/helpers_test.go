@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -296,7 +297,6 @@ type box struct {
 	t    *testing.T
 	ws   string // workspace and default cwd
 	data string // XDG_DATA_HOME of sbx
-	env  []string
 }
 
 // newBox skips t unless root and marks it parallel.
@@ -323,6 +323,14 @@ func newSerialBox(t *testing.T) *box {
 	return &box{t: t, ws: ws, data: data}
 }
 
+// in returns b for the subtest t (same workspace and data home), so that
+// failures are reported on, and Fatal called from, the subtest.
+func (b *box) in(t *testing.T) *box {
+	c := *b
+	c.t = t
+	return &c
+}
+
 // opts change how a process is run.
 type opts struct {
 	dir        string    // working directory (default: the workspace)
@@ -332,12 +340,20 @@ type opts struct {
 }
 
 // environ returns the environment the test gives sbx: the test's own,
-// without sudo's variables and with the box's XDG_DATA_HOME, plus extra.
+// without sudo's variables and with the box's XDG_DATA_HOME, changed by
+// extra (NAME=VALUE sets, a bare NAME unsets).
 func (b *box) environ(extra []string) []string {
 	drop := map[string]bool{"SUDO_UID": true, "SUDO_GID": true, "SUDO_USER": true, "SUDO_COMMAND": true, "XDG_DATA_HOME": true}
-	for _, kv := range append(append([]string{}, b.env...), extra...) {
-		k, _, _ := strings.Cut(kv, "=")
+	var set []string
+	for _, kv := range append([]string{"XDG_DATA_HOME=" + b.data}, extra...) {
+		k, _, hasValue := strings.Cut(kv, "=")
 		drop[k] = true
+		if hasValue {
+			set = append(set, kv)
+		} else {
+			// A bare NAME unsets NAME.
+			set = slices.DeleteFunc(set, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		}
 	}
 	var env []string
 	for _, kv := range os.Environ() {
@@ -346,9 +362,7 @@ func (b *box) environ(extra []string) []string {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "XDG_DATA_HOME="+b.data)
-	env = append(env, b.env...)
-	return append(env, extra...)
+	return append(env, set...)
 }
 
 // run runs "sbx run ARGS..." and checks the run left nothing behind.
@@ -428,12 +442,17 @@ type proc struct {
 	errb   bytes.Buffer
 	copied chan struct{}
 	ctx    context.Context
+	// sbxRun is set when the process is (or wraps) an "sbx run": once it
+	// has run the program, a sandbox must have been created.
+	sbxRun bool
 }
 
 // start starts the sbx binary with args.
 func (b *box) start(o opts, args ...string) *proc {
 	b.t.Helper()
-	return b.startCmd(o, sbxBin, args...)
+	p := b.startCmd(o, sbxBin, args...)
+	p.sbxRun = len(args) > 0 && args[0] == "run"
+	return p
 }
 
 // startCmd starts name (sbx, or a wrapper such as script around it).
@@ -580,7 +599,7 @@ func (p *proc) wait() result {
 // a run that got as far as the program (any status but 125) must have made
 // one; a failed setup usually made none, so a short look suffices.
 func (p *proc) expectSandbox(r result) time.Duration {
-	if len(p.cmd.Args) < 2 || p.cmd.Args[1] != "run" || r.code == exitSbxError {
+	if !p.sbxRun || r.code == exitSbxError {
 		return 50 * time.Millisecond
 	}
 	return 2 * time.Second

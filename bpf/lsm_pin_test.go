@@ -1,0 +1,188 @@
+package bpf
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+)
+
+// TestLSMPinnedSharedEvents is the setup sbx uses: the LSM programs share
+// the network wall's event maps ([Net.EventMaps]), so one reader per run sees both tiers'
+// denials, and are pinned, so a second OpenLSM reuses them (no load) and
+// the programs outlive the handle that loaded them.
+func TestLSMPinnedSharedEvents(t *testing.T) {
+	requireLSM(t)
+	mnt, err := Cgroup2Mount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := lsmCgroupDir(t, filepath.Join(mnt, fmt.Sprintf("sbx-lsm-pin-%d", os.Getpid())))
+	runID, err := CgroupID(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinRoot := lsmPinRoot(t)
+
+	// The network wall's event maps, made from its object's specs (the
+	// programs themselves are tested in net_test.go).
+	maps := netEventMaps(t)
+	opts := &LSMOptions{Events: &maps, PinRoot: pinRoot}
+
+	start := time.Now()
+	first, err := OpenLSM(opts)
+	if err != nil {
+		t.Fatalf("OpenLSM (cold): %v", err)
+	}
+	cold := time.Since(start)
+	if !first.Loaded() {
+		t.Error("first OpenLSM reused pins that should not exist")
+	}
+	start = time.Now()
+	second, err := OpenLSM(opts)
+	if err != nil {
+		t.Fatalf("OpenLSM (warm): %v", err)
+	}
+	warm := time.Since(start)
+	t.Cleanup(func() {
+		second.Unpin()
+		second.Close()
+	})
+	if second.Loaded() {
+		t.Error("second OpenLSM loaded the programs again instead of reusing the pins")
+	}
+	if second.PinDir() != first.PinDir() || filepath.Dir(second.PinDir()) != pinRoot {
+		t.Errorf("pin dirs %q, %q; want one under %s", first.PinDir(), second.PinDir(), pinRoot)
+	}
+	t.Logf("OpenLSM cold %v, warm %v (TCG in make vmtest)", cold.Round(time.Millisecond), warm.Round(time.Millisecond))
+	// The loading handle goes away; the pins keep the programs attached.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	events, err := NewEventReader(maps, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p FilePolicy
+	p.Allow(filepath.Dir(exe), false)
+	if err := second.AddSandbox(runID, p); err != nil {
+		t.Fatal(err)
+	}
+	defer second.RemoveSandbox(runID)
+	secret := writeFile(t, filepath.Join(t.TempDir(), "secret"), "s")
+
+	got, pid := lsmHelper(t, run, nil, "open", secret, "r")
+	if got != "EACCES" {
+		t.Fatalf("open in the run = %q, want EACCES", got)
+	}
+	if got, _ := lsmHelper(t, "", nil, "open", secret, "r"); got != "ok" {
+		t.Fatalf("open outside = %q, want ok", got)
+	}
+	e := &lsmEnv{events: events, id: runID}
+	ev := e.wantEvent(t, OpFileOpen, pid, pathIs(secret))
+	t.Logf("event through the shared maps: %s", ev)
+}
+
+// netEventMaps creates the event maps of net.c, closed at cleanup.
+func netEventMaps(t *testing.T) EventMaps {
+	t.Helper()
+	spec, err := loadNet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) *ebpf.Map {
+		m, err := ebpf.NewMap(spec.Maps[name])
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	return EventMaps{Events: mk(netMapSbxEvents), Drops: mk(netMapSbxDrops), Unrouted: mk(netMapSbxUnrouted)}
+}
+
+// lsmPinRoot is a test-only pin root on bpffs, removed at cleanup.
+func lsmPinRoot(t *testing.T) string {
+	t.Helper()
+	if err := Mount(); err != nil {
+		t.Fatal(err)
+	}
+	pinRoot := filepath.Join(BPFFS, fmt.Sprintf("sbx-lsm-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-")))
+	t.Cleanup(func() {
+		entries, _ := os.ReadDir(pinRoot)
+		for _, e := range entries {
+			if err := removePinDir(filepath.Join(pinRoot, e.Name())); err != nil {
+				t.Errorf("remove pins: %v", err)
+			}
+		}
+		os.Remove(pinRoot)
+	})
+	return pinRoot
+}
+
+// TestLSMPinnedOwnEvents: pinned programs with their own event maps; a
+// second handle shares the pins, including the ring pool's slot directory.
+func TestLSMPinnedOwnEvents(t *testing.T) {
+	requireLSM(t)
+	mnt, err := Cgroup2Mount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := lsmCgroupDir(t, filepath.Join(mnt, fmt.Sprintf("sbx-lsm-own-%d", os.Getpid())))
+	runID, err := CgroupID(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &LSMOptions{PinRoot: lsmPinRoot(t)}
+	first, err := OpenLSM(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := OpenLSM(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		second.Unpin()
+		second.Close()
+	}()
+	if !first.Loaded() || second.Loaded() {
+		t.Errorf("Loaded() = %v, %v; want true, false", first.Loaded(), second.Loaded())
+	}
+	if got := second.EventMaps().SlotDir; got == "" || got != first.EventMaps().SlotDir {
+		t.Errorf("slot dirs %q, %q; want the same pin directory", first.EventMaps().SlotDir, got)
+	}
+	events, err := first.Events(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p FilePolicy
+	p.Allow(filepath.Dir(exe), false)
+	// Registered through the second handle, read through the first.
+	if err := second.AddSandbox(runID, p); err != nil {
+		t.Fatal(err)
+	}
+	defer first.RemoveSandbox(runID)
+	got, pid := lsmHelper(t, run, nil, "socket", "10", "2")
+	if got != "EPERM" {
+		t.Fatalf("socket(AF_INET6) in the run = %q, want EPERM", got)
+	}
+	e := &lsmEnv{events: events, id: runID}
+	e.wantEvent(t, OpSocketCreate, pid, func(ev Event) bool { return ev.Family == 10 })
+}

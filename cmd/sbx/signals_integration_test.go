@@ -1,0 +1,163 @@
+package main
+
+import (
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSignalsForwarded: signals sent to sbx reach the program, which can
+// trap them.
+func TestSignalsForwarded(t *testing.T) {
+	b := newBox(t)
+	for _, c := range []struct {
+		name string
+		sig  syscall.Signal
+	}{
+		{"TERM", syscall.SIGTERM}, {"INT", syscall.SIGINT}, {"HUP", syscall.SIGHUP},
+		{"QUIT", syscall.SIGQUIT}, {"USR1", syscall.SIGUSR1}, {"USR2", syscall.SIGUSR2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := b.in(t)
+			script := `trap "echo got ` + c.name + `; exit 3" ` + c.name + `; echo ready; while :; do sleep 0.1; done`
+			p := b.start(opts{}, "run", "--", "sh", "-c", script)
+			p.waitLine("ready")
+			p.signal(c.sig)
+			r := p.wait()
+			if r.code != 3 || r.stdout != "ready\ngot "+c.name+"\n" {
+				t.Errorf("SIG%s to sbx: want the trap to run and exit 3\n%v", c.name, r)
+			}
+		})
+	}
+	// Without a trap the program dies of the signal: this works because
+	// the program is not PID 1 of its namespace (the shim is), so the
+	// kernel does not ignore default-action signals for it.
+	for _, c := range []struct {
+		name string
+		sig  syscall.Signal
+	}{{"INT", syscall.SIGINT}, {"TERM", syscall.SIGTERM}, {"HUP", syscall.SIGHUP}} {
+		t.Run("untrapped "+c.name, func(t *testing.T) {
+			t.Parallel()
+			b := b.in(t)
+			p := b.start(opts{}, "run", "--", "sh", "-c", "echo ready; exec sleep 30")
+			p.waitLine("ready")
+			p.signal(c.sig)
+			r := p.wait()
+			if r.code != 128+int(c.sig) {
+				t.Errorf("SIG%s to sbx running sleep: want %d\n%v", c.name, 128+int(c.sig), r)
+			}
+			if r.elapsed > 20*time.Second {
+				t.Errorf("SIG%s: sleep 30 ran to its end (%v)", c.name, r.elapsed)
+			}
+		})
+	}
+}
+
+// TestStreaming: the program's stdout and stderr reach the caller as they
+// are written (no buffering until exit), and stdin is passed through.
+func TestStreaming(t *testing.T) {
+	b := newBox(t)
+	t.Run("output", func(t *testing.T) {
+		t.Parallel()
+		b := b.in(t)
+		p := b.start(opts{}, "run", "--", "sh", "-c", "echo first; echo err-first >&2; exec sleep 30")
+		p.waitLine("first")
+		if p.exited() {
+			t.Errorf("the first line arrived only when sbx exited")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(p.stderrText(), "err-first") && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !strings.Contains(p.stderrText(), "err-first\n") {
+			t.Errorf("stderr line not streamed while the program runs: %q", p.stderrText())
+		}
+		p.signal(syscall.SIGTERM)
+		if r := p.wait(); r.code != 128+15 || r.stdout != "first\n" || r.stderr != "err-first\n" {
+			t.Errorf("after SIGTERM\n%v", r)
+		}
+	})
+	t.Run("input", func(t *testing.T) {
+		t.Parallel()
+		b := b.in(t)
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		p := b.start(opts{stdin: pr}, "run", "--", "sh", "-c", `echo ready; read x; echo "got $x"`)
+		p.waitLine("ready")
+		if _, err := io.WriteString(pw, "hello\n"); err != nil {
+			t.Fatal(err)
+		}
+		p.waitLine("got hello")
+		pw.Close()
+		if r := p.wait(); r.code != 0 || r.stdout != "ready\ngot hello\n" {
+			t.Errorf("stdin through sbx\n%v", r)
+		}
+	})
+}
+
+// TestNoOrphansAfterSIGKILL: when sbx itself is killed with SIGKILL, every
+// process of its sandbox dies, and the next sbx run reclaims the cgroups and
+// state the killed one left. Not parallel: it checks state that any other
+// sbx run would also reclaim.
+func TestNoOrphansAfterSIGKILL(t *testing.T) {
+	b := newSerialBox(t)
+	// Unusual durations, so that pgrep finds only these.
+	sleeps := []string{"300.0173", "301.0173"}
+	p := b.start(opts{}, "run", "--", "sh", "-c", "sleep "+sleeps[0]+" & sleep "+sleeps[1]+" & echo ready; wait")
+	p.waitLine("ready")
+	ids, err := runs.ids(p.cmd.Process.Pid, p.start, 5*time.Second)
+	if err != nil || len(ids) != 1 {
+		p.signal(syscall.SIGKILL)
+		t.Fatalf("sandbox id of the run: %v %v", ids, err)
+	}
+	id := ids[0]
+	for _, s := range sleeps {
+		if len(pgrep(t, "sleep "+s)) != 1 {
+			t.Fatalf("control: sleep %s is not running on the host before the kill", s)
+		}
+	}
+	p.signal(syscall.SIGKILL)
+	err = p.cmd.Wait()
+	p.cancel()
+	if exitCode(err) != 128+9 {
+		t.Fatalf("sbx after SIGKILL: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := append(pgrep(t, "sleep "+sleeps[0]), pgrep(t, "sleep "+sleeps[1])...)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox processes %v still run 5s after sbx was killed", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The killed sbx could not tear down: its state is still there.
+	if l := leftovers(id); len(l) == 0 {
+		t.Logf("nothing of the killed sandbox %s left to reclaim", id)
+	} else {
+		t.Logf("left by the killed sbx: %s", strings.Join(l, ", "))
+	}
+	// The next run cleans up.
+	r := b.sbx(opts{}, "run", "--", "true")
+	if r.code != 0 {
+		t.Errorf("next sbx run -- true\n%v", r)
+	}
+	assertNoLeftovers(t, id)
+}
+
+// pgrep returns the pids of host processes whose whole command line is
+// cmdline.
+func pgrep(t *testing.T, cmdline string) []string {
+	t.Helper()
+	out, err := exec.Command("pgrep", "-x", "-f", cmdline).Output()
+	if err != nil && exitCode(err) != 1 {
+		t.Fatalf("pgrep %q: %v", cmdline, err)
+	}
+	return lines(string(out))
+}

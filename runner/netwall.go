@@ -1,0 +1,65 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/sandbox"
+)
+
+// netWall is one run's use of the cgroup BPF network wall: programs loaded
+// once and pinned, attached to the parent cgroup every sandbox is created
+// under, so that a sandbox is walled in from its first instruction.
+type netWall struct {
+	net    *bpf.Net
+	events *bpf.EventReader
+	done   chan struct{}
+}
+
+// openNetWall loads (or reuses) the wall for the sandbox parent cgroup.
+func openNetWall() (*netWall, error) {
+	if err := bpf.Mount(); err != nil {
+		return nil, fmt.Errorf("network wall (cgroup BPF): %w", err)
+	}
+	root, err := sandbox.Cgroup2Mount()
+	if err != nil {
+		return nil, fmt.Errorf("network wall (cgroup BPF): %w", err)
+	}
+	parent := filepath.Join(root, sandbox.CgroupParent)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("network wall (cgroup BPF): create parent cgroup: %w", err)
+	}
+	n, err := bpf.OpenNet(parent, nil)
+	if err != nil {
+		return nil, fmt.Errorf("network wall (cgroup BPF): %w", err)
+	}
+	return &netWall{net: n}, nil
+}
+
+// watch starts reading the denials of the sandbox whose cgroup2 dir is dir.
+func (w *netWall) watch(dir string, rep *reporter) error {
+	id, err := bpf.CgroupID(dir)
+	if err != nil {
+		return fmt.Errorf("network wall: %w", err)
+	}
+	er, err := w.net.Events(id)
+	if err != nil {
+		return fmt.Errorf("network wall: read denials: %w", err)
+	}
+	w.events = er
+	w.done = make(chan struct{})
+	go rep.pump(er, "bpf", w.done)
+	return nil
+}
+
+// close drains the denials still queued and releases the wall (the pinned
+// programs stay attached for the next run).
+func (w *netWall) close() {
+	if w.events != nil {
+		drain(w.events, w.done)
+		w.events.Close()
+	}
+	w.net.Close()
+}

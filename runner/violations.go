@@ -1,0 +1,128 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/gate"
+)
+
+// maxViolationLines bounds the "sbx: denied" lines printed per run; the
+// rest are counted and summarized at exit.
+const maxViolationLines = 20
+
+// reporter turns denial events into what the user sees: one deduplicated
+// "sbx: denied ..." line per distinct operation on stderr (at most
+// maxViolationLines), JSON lines for --violations, and the list kept for
+// sbx exec's result.
+type reporter struct {
+	mu       sync.Mutex
+	log      io.Writer // stderr lines; nil: none
+	jsonl    io.Writer // --violations file; nil: none
+	enc      *json.Encoder
+	seen     map[string]int
+	order    []string
+	printed  int
+	total    int
+	kept     []gate.Violation
+	dropped  int
+	writeTip bool // the workspace is read-only: a denied write suggests --write
+}
+
+func newReporter(log, jsonl io.Writer, readOnlyWorkspace bool) *reporter {
+	r := &reporter{log: log, jsonl: jsonl, seen: map[string]int{}, writeTip: readOnlyWorkspace}
+	if jsonl != nil {
+		r.enc = json.NewEncoder(jsonl)
+		r.enc.SetEscapeHTML(false)
+	}
+	return r
+}
+
+// violation converts a BPF event.
+func violation(e bpf.Event, tier string) gate.Violation {
+	return gate.Violation{
+		Time:   e.Time,
+		Pid:    int(e.PID),
+		Comm:   e.Comm,
+		Op:     e.Op.String(),
+		Target: e.Target(),
+		Errno:  unix.ErrnoName(e.Errno),
+		Tier:   tier,
+	}
+}
+
+func (r *reporter) add(v gate.Violation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.total++
+	if len(r.kept) < gate.MaxViolations {
+		r.kept = append(r.kept, v)
+	} else {
+		r.dropped++
+	}
+	if r.enc != nil {
+		_ = r.enc.Encode(v)
+	}
+	key := v.Op + " " + v.Target
+	r.seen[key]++
+	if r.seen[key] > 1 {
+		return
+	}
+	r.order = append(r.order, key)
+	if r.log == nil || r.printed >= maxViolationLines {
+		return
+	}
+	r.printed++
+	fmt.Fprintf(r.log, "sbx: denied %s %s (%d %s)\n", v.Op, v.Target, v.Pid, v.Comm)
+}
+
+// finish prints the summary line: how many denials there were in all.
+func (r *reporter) finish() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.log == nil || r.total == 0 {
+		return
+	}
+	if hidden := len(r.order) - r.printed; hidden > 0 || r.total > r.printed {
+		fmt.Fprintf(r.log, "sbx: %d operation(s) denied in all (%d distinct)\n", r.total, len(r.order))
+	}
+}
+
+// violations returns what the run's result reports.
+func (r *reporter) violations() ([]gate.Violation, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]gate.Violation(nil), r.kept...), r.dropped
+}
+
+// pump reads events until the reader's deadline passes or it is closed.
+func (r *reporter) pump(er *bpf.EventReader, tier string, done chan<- struct{}) {
+	defer close(done)
+	canaries := bpf.CanaryEvents
+	for {
+		e, err := er.Read()
+		if err != nil {
+			return
+		}
+		if canaries > 0 && e.IsCanary() {
+			canaries--
+			continue
+		}
+		r.add(violation(e, tier))
+	}
+}
+
+// drain makes the reader return what is already queued, then stop.
+func drain(er *bpf.EventReader, done <-chan struct{}) {
+	_ = er.Flush()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+	}
+}
