@@ -16,6 +16,7 @@ import (
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // Result is how a run ended.
@@ -60,10 +61,21 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if err := o.fill(); err != nil {
 		return res, err
 	}
+	if o.Terminal && (o.Stdin == nil || !term.IsTerminal(int(o.Stdin.Fd()))) {
+		return res, errors.New("--tty: terminal mode needs a terminal on stdin")
+	}
 	dirs := sandbox.Dirs{Root: o.StateDir}
 	if ids, err := sandbox.Reclaim(dirs); err != nil {
 		fmt.Fprintf(o.Log, "sbx: warning: cleaning up after an earlier run: %v\n", err)
 	} else if len(ids) > 0 {
+		for _, id := range ids {
+			// Their throwaway homes (ids are validated, so the
+			// pattern cannot reach elsewhere).
+			homes, _ := filepath.Glob(filepath.Join(os.TempDir(), "sbx-home-"+id+"-*"))
+			for _, h := range homes {
+				_ = os.RemoveAll(h)
+			}
+		}
 		fmt.Fprintf(o.Log, "sbx: cleaned up %d sandbox(es) left by a killed sbx\n", len(ids))
 	}
 	stagingState := filepath.Join(o.StateDir, "staging")
@@ -302,13 +314,18 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if homeInside == "" || homeInside == "/" || !filepath.IsAbs(homeInside) {
 		homeInside = "/home/sbx"
 	}
-	home, cleanup, err := o.homeDir(who, id, cwd)
+	env, err := cleanEnv(o, who, homeInside)
 	if err != nil {
 		return nil, nop, err
 	}
-	env, err := cleanEnv(o, who, homeInside)
+	// Every check that can refuse the run comes before the first thing
+	// written to disk (the home).
+	t, err := selectTiers(o.Policy, o.StateDir)
 	if err != nil {
-		cleanup()
+		return nil, nop, err
+	}
+	home, cleanup, err := o.homeDir(who, id, cwd)
+	if err != nil {
 		return nil, nop, err
 	}
 	wd := ws
@@ -331,11 +348,6 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		GID:        who.gid,
 		Limits:     o.Limits,
 		Terminal:   o.Terminal,
-	}
-	t, err := selectTiers(o.Policy, o.StateDir)
-	if err != nil {
-		cleanup()
-		return nil, nop, err
 	}
 	spec.Landlock = t.landlock
 	o.tiers = t

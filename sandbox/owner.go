@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
 )
@@ -76,6 +77,16 @@ func Reclaim(dirs Dirs) ([]string, error) {
 	var errs []error
 	for _, e := range entries {
 		id := e.Name()
+		if strings.HasPrefix(id, ".new-") {
+			// A run dir being assembled, or one a killed sbx never
+			// finished: only its owner record is inside.
+			// Young ones may not have their owner record yet.
+			p := filepath.Join(dirs.Root, "run", id)
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute && !ownerAlive(p) {
+				_ = os.RemoveAll(p)
+			}
+			continue
+		}
 		if ValidID(id) != nil || ownerAlive(dirs.runDir(id)) {
 			continue
 		}

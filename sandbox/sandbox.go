@@ -67,7 +67,18 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 	if err := os.MkdirAll(filepath.Dir(run), 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	if err := os.Mkdir(run, 0o700); err != nil {
+	// The run dir appears whole, owner record included, so that a
+	// concurrent Reclaim never takes a sandbox being created for dead.
+	tmp, err := os.MkdirTemp(filepath.Dir(run), ".new-"+spec.ID+"-")
+	if err != nil {
+		return nil, fmt.Errorf("create run dir: %w", err)
+	}
+	if err := writeOwner(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	if err := os.Rename(tmp, run); err != nil {
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
 	s := &Sandbox{spec: spec, dirs: dirs}
@@ -76,9 +87,6 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 			_ = s.Destroy()
 		}
 	}()
-	if err := writeOwner(run); err != nil {
-		return nil, err
-	}
 	if err := os.Mkdir(rootfs, 0o755); err != nil {
 		return nil, fmt.Errorf("create rootfs: %w", err)
 	}
@@ -176,7 +184,7 @@ func (s *Sandbox) Signal(sig os.Signal) error { return s.p.Signal(sig) }
 
 // Kill kills every process of the sandbox at once.
 func (s *Sandbox) Kill() error {
-	if s.c == nil {
+	if s.c == nil || s.p == nil { // never started: nothing to kill
 		return nil
 	}
 	err := s.c.Signal(unix.SIGKILL)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -53,6 +54,11 @@ var forwarded = []os.Signal{
 // the program itself exits; the kernel then kills whatever the program left
 // behind, since the PID namespace ends with its PID 1.
 func RunShim(args []string) int {
+	// go-landlock restricts each OS thread on its own, so each thread of
+	// the shim ends up in a Landlock domain of its own, and the signal
+	// scope lets a domain signal only itself and its descendants. The
+	// program is therefore started, and signalled, from this one thread.
+	runtime.LockOSThread()
 	var cfg ShimConfig
 	if raw := os.Getenv(shimEnv); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
@@ -69,6 +75,8 @@ func RunShim(args []string) int {
 	signal.Notify(sigs, forwarded...)
 	orphaned := make(chan struct{})
 	if cfg.LifelineFD > 0 {
+		// Inherited across the exec of the shim: keep it from the program.
+		unix.CloseOnExec(cfg.LifelineFD)
 		life := os.NewFile(uintptr(cfg.LifelineFD), "lifeline")
 		go func() {
 			var b [1]byte

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // maxCopyBackFiles bounds the files one entry brings back, so that a
@@ -388,7 +389,11 @@ func Recover(stateDir string, warn io.Writer) error {
 	for _, ent := range ents {
 		name := ent.Name()
 		if strings.HasPrefix(name, ".") && strings.Contains(name, ".lock.tmp-") {
-			// A Prepare killed while creating its lock.
+			// A Prepare killed while creating its lock. A young one
+			// may be a live Prepare between its create and its flock.
+			if fi, err := ent.Info(); err != nil || time.Since(fi.ModTime()) < time.Minute {
+				continue
+			}
 			if f, held, _ := tryLock(filepath.Join(stateDir, name)); f != nil && !held {
 				os.Remove(filepath.Join(stateDir, name))
 				f.Close()

@@ -151,7 +151,13 @@ func TestRecoverOrphans(t *testing.T) {
 	// temp file are cleaned up.
 	os.MkdirAll(e.state, 0o700)
 	os.WriteFile(lockPath(e.state, "deadbeefdeadbeef"), nil, 0o600)
-	os.WriteFile(filepath.Join(e.state, ".cafe.lock.tmp-1234"), nil, 0o600)
+	stale := filepath.Join(e.state, ".cafe.lock.tmp-1234")
+	os.WriteFile(stale, nil, 0o600)
+	old := time.Now().Add(-2 * time.Minute)
+	os.Chtimes(stale, old, old)
+	// A young temp file is a live Prepare between create and flock.
+	young := filepath.Join(e.state, ".beef.lock.tmp-5678")
+	os.WriteFile(young, nil, 0o600)
 	// A manifest whose lock file is gone is still recovered.
 	s := e.aged("allowed/s.jsonl", "s\n")
 	p := e.prepare("pi", "--session", s)
@@ -164,6 +170,10 @@ func TestRecoverOrphans(t *testing.T) {
 	if read(t, s) != "S\n" || exists(e.runDir()) {
 		t.Errorf("orphan manifest not recovered")
 	}
+	if !exists(young) {
+		t.Errorf("a young lock temp file was removed")
+	}
+	os.Remove(young)
 	if ents, _ := os.ReadDir(e.state); len(ents) != 0 {
 		t.Errorf("state dir left with %v", ents)
 	}

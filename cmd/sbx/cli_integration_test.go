@@ -11,7 +11,7 @@ import (
 )
 
 // runFlags are the flags of "sbx run" that the help must explain.
-var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty"}
+var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations"}
 
 func TestVersion(t *testing.T) {
 	b := newBox(t)
@@ -88,6 +88,7 @@ func TestDocumentedFlagsParse(t *testing.T) {
 	values := map[string][]string{
 		"workspace": {b.ws}, "ro": {b.ws}, "rw": {b.ws}, "home": {"tmp"}, "env": {"A=B"},
 		"memory": {"64m"}, "cpus": {"0.5"}, "pids": {"10"}, "timeout": {"1s"}, "tty": {"never"},
+		"policy": {"auto"}, "violations": {filepath.Join(t.TempDir(), "v.jsonl")},
 	}
 	for _, f := range runFlags {
 		dash := "--"
@@ -193,6 +194,8 @@ func TestSetupErrors(t *testing.T) {
 		{"--workspace missing", []string{"run", "--workspace", "/nonexistent/sbx-ws", "--", "true"}, "workspace /nonexistent/sbx-ws: no such file or directory"},
 		{"--workspace /", []string{"run", "--workspace", "/", "--", "true"}, "workspace /"},
 		{"--home missing", []string{"run", "--home", "/nonexistent/sbx-home", "--", "true"}, "/nonexistent/sbx-home"},
+		{"bad --policy", []string{"run", "--policy", "magic", "--", "true"}, "--policy"},
+		{"--violations unwritable", []string{"run", "--violations", "/nonexistent/dir/v.jsonl", "--", "true"}, "--violations"},
 		{"bad --env", []string{"run", "--env", "1BAD=x", "--", "true"}, `--env "1BAD=x"`},
 		{"no command", []string{"run"}, "no command given"},
 		{"no command after --", []string{"run", "--"}, "no command given"},

@@ -267,16 +267,16 @@ func TestHome(t *testing.T) {
 	t.Run("--home DIR", func(t *testing.T) {
 		t.Parallel()
 		b := b.in(t)
-		dir := t.TempDir()
+		dir, data := t.TempDir(), t.TempDir()
 		writeFile(t, filepath.Join(dir, "seed"), "seed\n", 0o644)
-		r := b.run("--home", dir, "--", "sh", "-c", `cat "$HOME/seed" && echo hi > "$HOME/h.txt"`)
+		r := b.runOpts(opts{env: []string{"XDG_DATA_HOME=" + data}}, "--home", dir, "--", "sh", "-c", `cat "$HOME/seed" && echo hi > "$HOME/h.txt"`)
 		if r.code != 0 || r.stdout != "seed\n" {
 			t.Errorf("--home %s\n%v", dir, r)
 		}
 		if data, err := os.ReadFile(filepath.Join(dir, "h.txt")); err != nil || string(data) != "hi\n" {
 			t.Errorf("--home: h.txt on the host = %q, %v", data, err)
 		}
-		if _, err := os.Stat(filepath.Join(b.data, "sbx")); err == nil {
+		if _, err := os.Stat(filepath.Join(data, "sbx")); err == nil {
 			t.Errorf("--home DIR still created the default sbx home")
 		}
 	})
@@ -285,13 +285,15 @@ func TestHome(t *testing.T) {
 		b := b.in(t)
 		// The leftover check of run() also checks that the throwaway
 		// home is removed.
-		if r := b.run("--home", "tmp", "--", "sh", "-c", `echo x > "$HOME/x" && cat "$HOME/x"`); r.code != 0 || r.stdout != "x\n" {
+		data := t.TempDir()
+		o := opts{env: []string{"XDG_DATA_HOME=" + data}}
+		if r := b.runOpts(o, "--home", "tmp", "--", "sh", "-c", `echo x > "$HOME/x" && cat "$HOME/x"`); r.code != 0 || r.stdout != "x\n" {
 			t.Errorf("--home tmp: write $HOME/x\n%v", r)
 		}
-		if r := b.run("--home", "tmp", "--", "sh", "-c", `ls -A "$HOME"`); r.code != 0 || r.stdout != "" {
+		if r := b.runOpts(o, "--home", "tmp", "--", "sh", "-c", `ls -A "$HOME"`); r.code != 0 || r.stdout != "" {
 			t.Errorf("--home tmp: a second throwaway home is not empty\n%v", r)
 		}
-		if _, err := os.Stat(filepath.Join(b.data, "sbx")); err == nil {
+		if _, err := os.Stat(filepath.Join(data, "sbx")); err == nil {
 			t.Errorf("--home tmp still created the default sbx home")
 		}
 	})

@@ -8,23 +8,23 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 const (
@@ -47,6 +47,8 @@ var (
 	isRoot = os.Geteuid() == 0
 	// runs attributes the run directories sbx creates to sbx processes.
 	runs *runWatcher
+	// killedRuns is set when a test had to kill a hung sbx.
+	killedRuns atomic.Bool
 )
 
 func TestMain(m *testing.M) {
@@ -54,6 +56,14 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	// The tests mostly wait for subprocesses: unless told otherwise, run
+	// more of them at once than the 2 cores of CI would allow by default.
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(4, runtime.GOMAXPROCS(0))))
+	}
 	if !isRoot {
 		// Every test skips with the reason; nothing to build.
 		return m.Run()
@@ -86,7 +96,19 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "watch sbx run dirs: %v\n", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if killedRuns.Load() {
+		// Some test killed a hung sbx: let one more run reclaim what it
+		// left (the failure itself has been reported).
+		_ = exec.Command(sbxBin, "run", "--home", "tmp", "--", "true").Run()
+	}
+	reclaimMu.Lock()
+	defer reclaimMu.Unlock()
+	if len(reclaimLog) > 0 && testing.Verbose() {
+		// Only TestNoOrphansAfterSIGKILL should leave something to reclaim.
+		fmt.Fprintf(os.Stderr, "runs that reclaimed sandboxes:\n  %s\n", strings.Join(reclaimLog, "\n  "))
+	}
+	return code
 }
 
 // requireRoot skips t when the tests do not run as root: sbx run needs
@@ -95,185 +117,6 @@ func requireRoot(t *testing.T) {
 	t.Helper()
 	if !isRoot {
 		t.Skip("sbx run needs root (namespaces, cgroups, BPF); run go test as root")
-	}
-}
-
-// runRecord is one run directory sbx created, with the sbx process that
-// owns it (from its owner record) and that process's ancestors at the time.
-type runRecord struct {
-	id        string
-	pid       int
-	ancestors []int
-	seen      time.Time
-}
-
-// runWatcher learns, through inotify, the id of every sandbox created while
-// the tests run, and which sbx process created it. Tests use it to check
-// that exactly that sandbox's state and cgroups are gone after the run, even
-// while other sandboxes run in parallel.
-type runWatcher struct {
-	dir  string
-	mu   sync.Mutex
-	recs []runRecord
-	err  error
-}
-
-func startRunWatcher(dir string) (*runWatcher, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
-	if err != nil {
-		return nil, os.NewSyscallError("inotify_init1", err)
-	}
-	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("inotify_add_watch", err)
-	}
-	w := &runWatcher{dir: dir}
-	go w.loop(fd)
-	return w, nil
-}
-
-func (w *runWatcher) loop(fd int) {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := unix.Read(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			w.fail(fmt.Errorf("read inotify events: %w", err))
-			return
-		}
-		// struct inotify_event: wd, mask, cookie, len (4 bytes each), name.
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			mask := binary.NativeEndian.Uint32(buf[off+4:])
-			nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
-			name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+nameLen], "\x00"))
-			off += unix.SizeofInotifyEvent + nameLen
-			if mask&unix.IN_Q_OVERFLOW != 0 {
-				w.fail(errors.New("inotify queue overflow: runs may be unattributed"))
-			}
-			if mask&unix.IN_ISDIR != 0 && name != "" {
-				go w.attribute(name, time.Now())
-			}
-		}
-	}
-}
-
-func (w *runWatcher) fail(err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err == nil {
-		w.err = err
-	}
-}
-
-// attribute reads the owner record of run id (sbx writes it right after
-// creating the directory) and records the owner and its ancestors.
-func (w *runWatcher) attribute(id string, seen time.Time) {
-	owner := filepath.Join(w.dir, id, "owner")
-	for i := 0; i < 1000; i++ {
-		data, err := os.ReadFile(owner)
-		if err == nil {
-			var pid int
-			var start uint64
-			if _, err := fmt.Sscanf(string(data), "%d %d", &pid, &start); err == nil {
-				w.mu.Lock()
-				w.recs = append(w.recs, runRecord{id: id, pid: pid, ancestors: ancestors(pid), seen: seen})
-				w.mu.Unlock()
-				return
-			}
-		}
-		if _, err := os.Stat(filepath.Join(w.dir, id)); errors.Is(err, os.ErrNotExist) {
-			return // gone before its owner could be read
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// ancestors returns the parent chain of pid (without pid itself).
-func ancestors(pid int) []int {
-	var out []int
-	for p := pid; p > 1 && len(out) < 64; {
-		data, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
-		if err != nil {
-			break
-		}
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		f := strings.Fields(s[i+1:])
-		if i < 0 || len(f) < 2 {
-			break
-		}
-		pp, err := strconv.Atoi(f[1])
-		if err != nil {
-			break
-		}
-		out = append(out, pp)
-		p = pp
-	}
-	return out
-}
-
-// ids returns the ids of the runs created since start by pid or by a
-// descendant of pid, waiting up to wait for at least one to show up.
-func (w *runWatcher) ids(pid int, start time.Time, wait time.Duration) ([]string, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		w.mu.Lock()
-		var ids []string
-		for _, r := range w.recs {
-			if r.seen.Before(start) {
-				continue
-			}
-			if r.pid == pid || containsInt(r.ancestors, pid) {
-				ids = append(ids, r.id)
-			}
-		}
-		err := w.err
-		w.mu.Unlock()
-		if len(ids) > 0 || err != nil || time.Now().After(deadline) {
-			return ids, err
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func containsInt(list []int, v int) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-// leftovers lists what remains on the host of sandbox id: its run dir,
-// libcontainer state, cgroup directories in every hierarchy, throwaway home.
-func leftovers(id string) []string {
-	var found []string
-	for _, p := range []string{
-		filepath.Join(stateRoot, "run", id),
-		filepath.Join(stateRoot, "lc", id),
-		filepath.Join(cgroupRoot, "sbx", id), // cgroup2-only host
-	} {
-		if _, err := os.Lstat(p); err == nil {
-			found = append(found, p)
-		}
-	}
-	cg, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sbx", id)) // v1 controllers, unified
-	found = append(found, cg...)
-	homes, _ := filepath.Glob(filepath.Join(os.TempDir(), "sbx-home-"+id+"-*"))
-	return append(found, homes...)
-}
-
-// assertNoLeftovers fails t if anything of sandbox id is left on the host.
-func assertNoLeftovers(t *testing.T, id string) {
-	t.Helper()
-	if l := leftovers(id); len(l) > 0 {
-		t.Errorf("sandbox %s left behind: %s", id, strings.Join(l, ", "))
 	}
 }
 
@@ -337,6 +180,9 @@ type opts struct {
 	env        []string  // added to (and overriding) the environment
 	stdin      io.Reader // default: /dev/null
 	extraFiles []*os.File
+	// timeout bounds the process (default runTimeout); past it the
+	// process is killed and the test fails.
+	timeout time.Duration
 }
 
 // environ returns the environment the test gives sbx: the test's own,
@@ -432,16 +278,17 @@ func exitCode(err error) int {
 // proc is a running sbx process. Its stdout is read line by line as it
 // arrives.
 type proc struct {
-	b      *box
-	cmd    *exec.Cmd
-	cancel context.CancelFunc
-	start  time.Time
-	lines  chan string
-	mu     sync.Mutex
-	out    bytes.Buffer
-	errb   bytes.Buffer
-	copied chan struct{}
-	ctx    context.Context
+	b       *box
+	cmd     *exec.Cmd
+	cancel  context.CancelFunc
+	start   time.Time
+	lines   chan string
+	mu      sync.Mutex
+	out     bytes.Buffer
+	errb    bytes.Buffer
+	copied  chan struct{}
+	ctx     context.Context
+	timeout time.Duration
 	// sbxRun is set when the process is (or wraps) an "sbx run": once it
 	// has run the program, a sandbox must have been created.
 	sbxRun bool
@@ -451,14 +298,35 @@ type proc struct {
 func (b *box) start(o opts, args ...string) *proc {
 	b.t.Helper()
 	p := b.startCmd(o, sbxBin, args...)
-	p.sbxRun = len(args) > 0 && args[0] == "run"
+	p.sbxRun = runsProgram(args)
 	return p
+}
+
+// runsProgram tells whether sbx args ask it to run a program ("run", and
+// no help flag among the flags before "--").
+func runsProgram(args []string) bool {
+	if len(args) == 0 || args[0] != "run" {
+		return false
+	}
+	for _, a := range args[1:] {
+		switch a {
+		case "--":
+			return true
+		case "-h", "-help", "--help":
+			return false
+		}
+	}
+	return true
 }
 
 // startCmd starts name (sbx, or a wrapper such as script around it).
 func (b *box) startCmd(o opts, name string, args ...string) *proc {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	timeout := o.timeout
+	if timeout == 0 {
+		timeout = runTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = b.ws
 	if o.dir != "" {
@@ -468,19 +336,26 @@ func (b *box) startCmd(o opts, name string, args ...string) *proc {
 	cmd.Stdin = o.stdin
 	cmd.ExtraFiles = o.extraFiles
 	cmd.WaitDelay = 5 * time.Second
-	p := &proc{b: b, cmd: cmd, cancel: cancel, lines: make(chan string, 1024), copied: make(chan struct{}), ctx: ctx}
+	p := &proc{b: b, cmd: cmd, cancel: cancel, lines: make(chan string, 1024), copied: make(chan struct{}), ctx: ctx, timeout: timeout}
 	cmd.Stderr = lockedWriter{&p.mu, &p.errb}
-	stdout, err := cmd.StdoutPipe()
+	// Our own pipe rather than StdoutPipe: Wait closes that one as soon
+	// as the process exits, possibly before its output has been read.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		cancel()
 		b.t.Fatal(err)
 	}
+	cmd.Stdout = w
 	p.start = time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stdout.Close()
 		cancel()
 		b.t.Fatalf("start %s: %v", name, err)
 	}
 	go func() {
+		defer stdout.Close()
 		defer close(p.copied)
 		defer close(p.lines)
 		r := bufio.NewReader(stdout)
@@ -549,6 +424,9 @@ func (p *proc) stderrText() string {
 // signal sends sig to the sbx process itself.
 func (p *proc) signal(sig syscall.Signal) {
 	p.b.t.Helper()
+	if sig == syscall.SIGKILL {
+		killedRuns.Store(true)
+	}
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		p.b.t.Fatalf("signal sbx: %v", err)
 	}
@@ -572,21 +450,39 @@ func (p *proc) wait() result {
 	p.b.t.Helper()
 	defer p.cancel()
 	err := p.cmd.Wait()
-	<-p.copied
+	select {
+	case <-p.copied:
+	case <-time.After(5 * time.Second):
+		// Something still holds the write end: a process that outlived
+		// sbx.
+		p.b.t.Errorf("%q: stdout still open 5s after exit: a process outlived sbx", p.cmd.Args)
+	}
 	r := result{stdout: p.stdout(), stderr: p.stderrText(), elapsed: time.Since(p.start), code: exitCode(err)}
 	if p.ctx.Err() != nil {
-		p.b.t.Fatalf("%q did not end within %v (killed)\n%v", p.cmd.Args, runTimeout, r)
+		killedRuns.Store(true)
+		p.b.t.Fatalf("%q did not end within %v (killed)\n%v", p.cmd.Args, p.timeout, r)
 	}
 	if r.code < 0 {
 		p.b.t.Fatalf("%q: %v", p.cmd.Args, err)
 	}
+	if reclaimNote.MatchString(r.stderr) {
+		noteReclaim(p.cmd.Args, r.stderr)
+	}
 	r.stderr = dropReclaimNotes(r.stderr)
-	ids, werr := runs.ids(p.cmd.Process.Pid, p.start, p.expectSandbox(r))
+	// A run that got as far as the program (any status but 125) must have
+	// made a sandbox; a failed setup usually made none, so a short look
+	// for one suffices.
+	mustHave := p.sbxRun && r.code != exitSbxError
+	look := 50 * time.Millisecond
+	if mustHave {
+		look = 2 * time.Second
+	}
+	ids, werr := runs.ids(p.cmd.Process.Pid, p.start, look)
 	if werr != nil {
 		p.b.t.Errorf("run watcher: %v", werr)
 	}
 	r.ids = ids
-	if len(ids) == 0 && p.expectSandbox(r) > 0 {
+	if len(ids) == 0 && mustHave {
 		p.b.t.Errorf("%q ran but no sandbox state dir was seen under %s/run: cannot check for leftovers", p.cmd.Args, stateRoot)
 	}
 	for _, id := range ids {
@@ -595,21 +491,25 @@ func (p *proc) wait() result {
 	return r
 }
 
-// expectSandbox returns how long to wait for the run dir of a finished run:
-// a run that got as far as the program (any status but 125) must have made
-// one; a failed setup usually made none, so a short look suffices.
-func (p *proc) expectSandbox(r result) time.Duration {
-	if !p.sbxRun || r.code == exitSbxError {
-		return 50 * time.Millisecond
-	}
-	return 2 * time.Second
-}
-
 // reclaimNote is what sbx prints when it cleans up after an sbx killed
 // earlier (possibly by another test or another user of this machine).
 var reclaimNote = regexp.MustCompile(`(?m)^sbx: cleaned up \d+ sandbox\(es\) left by a killed sbx\n`)
 
 func dropReclaimNotes(s string) string { return reclaimNote.ReplaceAllString(s, "") }
+
+var (
+	reclaimMu  sync.Mutex
+	reclaimLog []string
+)
+
+// noteReclaim records that a run of this test binary reclaimed sandboxes:
+// with every sbx of the tests alive until its test ends, that means a
+// live sandbox was taken for a dead one. Tests report it on failure.
+func noteReclaim(args []string, stderr string) {
+	reclaimMu.Lock()
+	defer reclaimMu.Unlock()
+	reclaimLog = append(reclaimLog, fmt.Sprintf("%s %q: %s", time.Now().Format("15:04:05.000"), args, strings.TrimSpace(stderr)))
+}
 
 // writeFile writes a file for a test, failing it on error.
 func writeFile(t *testing.T, path, content string, mode os.FileMode) {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,9 @@ Flags:
                     BPF LSM and/or Landlock; refuse to run with none),
                     landlock, or bpf; a demanded tier that is missing makes
                     sbx exit 125
+  --violations FILE append every denied operation to FILE as a JSON line
+                    (time, pid, comm, op, target, errno, tier); denials are
+                    also summarized on stderr as "sbx: denied ..." lines
 
 Exit status: the program's own; 128+N if it died of signal N; 124 on timeout;
 126 if CMD is not executable; 127 if it is not found; 125 if sbx itself failed
@@ -73,6 +77,7 @@ func cmdRun(args []string, s streams) int {
 		pids        int64 = runner.DefaultPids
 		tty               = "auto"
 		policy            = "auto"
+		violations  string
 		help        bool
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "")
@@ -88,6 +93,7 @@ func cmdRun(args []string, s streams) int {
 	fs.DurationVar(&o.Timeout, "timeout", 0, "")
 	fs.StringVar(&tty, "tty", tty, "")
 	fs.StringVar(&policy, "policy", policy, "")
+	fs.StringVar(&violations, "violations", "", "")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -129,6 +135,14 @@ func cmdRun(args []string, s streams) int {
 	}
 	if o.Policy, err = runner.ParsePolicy(policy); err != nil {
 		return fail(s, fmt.Errorf("run: --policy: %v", err))
+	}
+	if violations != "" {
+		f, err := os.OpenFile(violations, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fail(s, fmt.Errorf("run: --violations: %w", err))
+		}
+		defer f.Close()
+		o.Violations = f
 	}
 	o.ReadOnly, o.ReadWrite, o.Env = ro, rw, env
 	o.Limits = sandbox.Limits{MemoryBytes: mem, CPUs: cpus, Pids: pids}

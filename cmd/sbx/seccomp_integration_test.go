@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -87,10 +88,8 @@ func TestSeccompDenyList(t *testing.T) {
 			}
 			var names []string
 			for _, e := range expect {
-				for _, a := range e.abis {
-					if a == abi.name {
-						names = append(names, e.name)
-					}
+				if slices.Contains(e.abis, abi.name) {
+					names = append(names, e.name)
 				}
 			}
 			r := b.run(append([]string{"--", bin}, names...)...)
@@ -101,7 +100,7 @@ func TestSeccompDenyList(t *testing.T) {
 			in, out := parseProbes(r.stdout), parseProbes(c.stdout)
 			denied := 0
 			for _, e := range expect {
-				if !contains(e.abis, abi.name) {
+				if !slices.Contains(e.abis, abi.name) {
 					continue
 				}
 				got, host := in[e.name], out[e.name]
@@ -120,13 +119,4 @@ func TestSeccompDenyList(t *testing.T) {
 			t.Logf("%s: %d denials checked against the host", abi.name, denied)
 		})
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
