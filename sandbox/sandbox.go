@@ -98,11 +98,6 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := libcontainer.Create(dirs.lcRoot(), spec.ID, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create container: %w", err)
-	}
-	s.c = c
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("create lifeline pipe: %w", err)
@@ -116,6 +111,12 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 		pol := spec.LandlockPolicy(layout)
 		shimCfg.Landlock = &pol
 	}
+	sabotage(cfg, &shimCfg)
+	c, err := libcontainer.Create(dirs.lcRoot(), spec.ID, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create container: %w", err)
+	}
+	s.c = c
 	env, err := shimEnviron(spec.Env, shimCfg)
 	if err != nil {
 		return nil, err
