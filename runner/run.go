@@ -328,6 +328,10 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	var protected []string
+	if o.Write {
+		protected = protectedPaths(ws, rw)
+	}
 	wd := ws
 	if within(cwd, ws) {
 		wd = cwd
@@ -343,6 +347,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		HomeInside: homeInside,
 		ReadOnly:   ro,
 		ReadWrite:  rw,
+		Protected:  protected,
 		TmpBytes:   DefaultTmpSize,
 		UID:        who.uid,
 		GID:        who.gid,

@@ -101,6 +101,9 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 		bindMount(s.Home, s.HomeInside, true),
 		bindMount(s.Workspace, s.Workspace, s.Write),
 	)
+	for _, p := range s.Protected {
+		binds = append(binds, bindMount(p, p, false))
+	}
 	for _, p := range s.ReadOnly {
 		binds = append(binds, bindMount(p, p, false))
 	}

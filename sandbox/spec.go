@@ -38,6 +38,9 @@ type Spec struct {
 	// Home is the host directory mounted read-write at HomeInside.
 	Home       string
 	HomeInside string
+	// Protected are paths inside a writable workspace mounted read-only
+	// over it (git hooks, rc files: see runner.ProtectedNames).
+	Protected []string
 	// ReadOnly and ReadWrite are extra host paths mounted at their own path.
 	ReadOnly  []string
 	ReadWrite []string
@@ -91,6 +94,11 @@ func (s *Spec) Validate() error {
 			errs = append(errs, fmt.Errorf("mount %q is not a clean absolute path", p))
 		} else if p == "/" {
 			errs = append(errs, errors.New("mount of / is not allowed"))
+		}
+	}
+	for _, p := range s.Protected {
+		if !isCleanAbs(p) || !strings.HasPrefix(p, s.Workspace+"/") {
+			errs = append(errs, fmt.Errorf("protected path %q is not inside the workspace", p))
 		}
 	}
 	if s.Workspace == "/" {

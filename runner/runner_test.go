@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestCleanEnv(t *testing.T) {
+	host := []string{
+		"PATH=/usr/bin:/bin", "HOME=/root", "TERM=xterm", "LANG=C.UTF-8", "LC_TIME=de_DE",
+		"TZ=UTC", "AWS_SECRET_ACCESS_KEY=s", "GITHUB_TOKEN=t", "SSH_AUTH_SOCK=/tmp/agent", "FOO=bar",
+	}
+	for _, tc := range []struct {
+		name    string
+		env     []string
+		want    []string
+		wantErr string
+	}{
+		{"defaults", nil, []string{
+			"PATH=/usr/bin:/bin", "HOME=/home/al", "USER=al", "LOGNAME=al", "TERM=xterm",
+			"LANG=C.UTF-8", "LC_TIME=de_DE", "TZ=UTC", "SBX=1",
+		}, ""},
+		{"pass and set", []string{"FOO", "GITHUB_TOKEN", "X=1", "MISSING"}, []string{
+			"PATH=/usr/bin:/bin", "HOME=/home/al", "USER=al", "LOGNAME=al", "TERM=xterm",
+			"LANG=C.UTF-8", "LC_TIME=de_DE", "TZ=UTC", "SBX=1", "FOO=bar", "GITHUB_TOKEN=t", "X=1",
+		}, ""},
+		{"override", []string{"TERM=dumb"}, nil, ""},
+		{"bad name", []string{"1X=2"}, nil, "invalid --env"},
+		{"empty name", []string{"=2"}, nil, "invalid --env"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &Options{HostEnv: host, Env: tc.env}
+			got, err := cleanEnv(o, invoker{name: "al"}, "/home/al")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kv := range got {
+				for _, secret := range []string{"AWS_SECRET", "SSH_AUTH_SOCK", "HOME=/root"} {
+					if strings.HasPrefix(kv, secret) && tc.name != "pass and set" {
+						t.Errorf("leaked %s", kv)
+					}
+				}
+			}
+			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("env =\n%q\nwant\n%q", got, tc.want)
+			}
+			if tc.name == "override" && !contains(got, "TERM=dumb") {
+				t.Errorf("--env TERM=dumb not applied: %q", got)
+			}
+		})
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, v := range l {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestWithin(t *testing.T) {
+	for _, tc := range []struct {
+		p, root string
+		want    bool
+	}{
+		{"/w/a", "/w/a", true},
+		{"/w/a/b", "/w/a", true},
+		{"/w/ab", "/w/a", false},
+		{"/w/a-evil", "/w/a", false},
+		{"/w", "/w/a", false},
+		{"/anything", "/", true},
+	} {
+		if got := within(tc.p, tc.root); got != tc.want {
+			t.Errorf("within(%q, %q) = %v, want %v", tc.p, tc.root, got, tc.want)
+		}
+	}
+}
+
+func TestParsePolicy(t *testing.T) {
+	for in, want := range map[string]Policy{"": PolicyAuto, "auto": PolicyAuto, "landlock": PolicyLandlock, "bpf": PolicyBPF} {
+		if got, err := ParsePolicy(in); err != nil || got != want {
+			t.Errorf("ParsePolicy(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"none", "BPF", "off"} {
+		if _, err := ParsePolicy(bad); err == nil {
+			t.Errorf("ParsePolicy(%q) accepted", bad)
+		}
+	}
+}
+
+func TestProtectedPaths(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	mk := func(p string, dir bool) {
+		p = filepath.Join(ws, p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if dir {
+			os.Mkdir(p, 0o755)
+		} else {
+			os.WriteFile(p, nil, 0o644)
+		}
+	}
+	mk(".git/hooks", true)
+	mk(".git/config", false)
+	mk(".envrc", false)
+	mk(".sbx-policy", false)
+	mk(".vscode", true)
+	mk("src/main.go", false)
+	os.WriteFile(filepath.Join(outside, "rc"), nil, 0o644)
+	os.Symlink(filepath.Join(outside, "rc"), filepath.Join(ws, ".bashrc")) // resolves outside: not ours to mount
+	os.Symlink(".envrc", filepath.Join(ws, ".profile"))                    // resolves to .envrc: once
+	got := protectedPaths(ws, nil)
+	want := []string{".envrc", ".git/config", ".git/hooks", ".sbx-policy", ".vscode"}
+	for i := range want {
+		want[i] = filepath.Join(ws, want[i])
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("protectedPaths =\n%q\nwant\n%q", got, want)
+	}
+	// --rw .git opens both git entries deliberately.
+	got = protectedPaths(ws, []string{filepath.Join(ws, ".git")})
+	for _, p := range got {
+		if strings.Contains(p, ".git") {
+			t.Errorf("--rw .git still protects %s", p)
+		}
+	}
+}
