@@ -6,12 +6,13 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 
-.PHONY: all build deps demo test unit integration vet fmt-check generate generate-check bench clean vmtest
+.PHONY: all build deps demo test fuzz vet generate generate-check bench clean vmtest escape
 
 all: build
 
 -include testdata/trysyscall/trysyscall.mk
 -include vmtest/vmtest.mk
+-include escape/escape.mk
 EXTRA_BINS := bin/trysyscall bin/trysyscall32
 
 ## deps: install the Debian packages the build, the tests and the benchmarks need (root)
@@ -30,9 +31,23 @@ $(BIN)/sbx: FORCE
 demo: deps build
 	./scripts/demo.sh
 
-## test: everything CI runs: vet, generated-code check, unit and integration tests
+## test: everything CI runs: vet, generated-code check, unit, integration and
+## escape tests, a short fuzz of every parser, and the BPF LSM tests under QEMU
 test: deps vet generate-check build
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./...
+	$(MAKE) fuzz
+	$(MAKE) vmtest
+
+FUZZTIME ?= 5s
+## fuzz: run each fuzz target briefly (seeds live in each package's testdata/fuzz)
+fuzz:
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZTIME) ./gate/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzShape$$' -fuzztime $(FUZZTIME) ./gate/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZTIME) ./stage/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) ./bpf/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseMountDevices$$' -fuzztime $(FUZZTIME) ./bpf/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime $(FUZZTIME) ./cmd/sbx/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzRunFlags$$' -fuzztime $(FUZZTIME) ./cmd/sbx/
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }

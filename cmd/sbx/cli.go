@@ -78,8 +78,15 @@ var errUsage = errors.New("usage")
 
 // fail prints err as one sbx line and returns the sbx error status.
 func fail(s streams, err error) int {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "sbx: ")
+	msg := strings.TrimPrefix(err.Error(), "sbx: ")
+	// One line, whatever the input quoted in it: control characters
+	// (a newline in an argument, escapes) are shown escaped.
+	msg = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, msg)
 	fmt.Fprintf(s.err, "sbx: %s\n", msg)
 	return exitSbxError
 }
