@@ -174,7 +174,6 @@ func TestResolveWorkspaceOtherErrors(t *testing.T) {
 		{root, "file.txt/x", "cwd", `cwd "file.txt/x": not a directory`, syscall.ENOTDIR},
 		{root, "link-file", "cwd", `cwd "link-file": not a directory`, syscall.ENOTDIR},
 		{root, "link-loop", "cwd", `cwd "link-loop": too many levels of symbolic links`, syscall.ELOOP},
-		{root, "/etc", "cwd", `cwd "/etc" must be relative to the workspace`, nil},
 		{root + "/file.txt", "", "workspace", `workspace "` + root + `/file.txt" is not a directory`, syscall.ENOTDIR},
 		{tmp + "/missing", "", "workspace", `workspace "` + tmp + `/missing" does not exist`, fs.ErrNotExist},
 		{"thread-1", "", "workspace", `workspace "thread-1" is not an absolute path`, nil},
@@ -188,6 +187,17 @@ func TestResolveWorkspaceOtherErrors(t *testing.T) {
 		}
 		if errors.Is(err, ErrEscape) {
 			t.Errorf("%q %q: %v is not an escape", tt.ws, tt.cwd, err)
+		}
+	}
+}
+
+func TestResolveWorkspaceAbsoluteCwd(t *testing.T) {
+	root := t.TempDir()
+	for _, cwd := range []string{"/etc", "/nonexistent-sbx", root} {
+		_, _, err := ResolveWorkspace(root, cwd)
+		checkRejectMsg(t, err, "cwd", `cwd "`+cwd+`": path escapes workspace: permission denied`)
+		if !errors.Is(err, ErrEscape) || !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("absolute cwd %q: %v is not an escape", cwd, err)
 		}
 	}
 }

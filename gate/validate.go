@@ -162,7 +162,10 @@ func checkRelForm(field, rel string) error {
 	case strings.IndexByte(rel, 0) >= 0:
 		return reject(field, "%s contains a NUL character", field)
 	case filepath.IsAbs(rel):
-		return reject(field, "%s %q must be relative to the workspace", field, rel)
+		// An absolute cwd names a place by itself, not one inside the
+		// workspace: it is an escape, reported as such (the wording does
+		// not depend on what exists there).
+		return escape(field, rel)
 	}
 	if c := filepath.Clean(rel); c == ".." || strings.HasPrefix(c, "../") {
 		return escape(field, rel)

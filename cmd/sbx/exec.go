@@ -34,7 +34,8 @@ Request (JSON Schema: gate/request.schema.json):
 Result (JSON Schema: gate/result.schema.json):
   {"status": "exited"|"timed_out"|"failed"|"rejected"|"cancelled",
    "exitCode": 0 (null unless exited), "output": "...", "truncated": false,
-   "violations": [...], "durationMs": 12, "error": "...", "cleanupError": "..."}
+   "violations": [...], "violationsDropped": 0 (only when some were
+   dropped past 256), "durationMs": 12, "error": "...", "cleanupError": "..."}
 
 Fixed limits: 512 MiB memory, 1 CPU, 256 processes, no network, throwaway
 home, workspace read-only unless write+confirmWrite. Output is stdout then
