@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/gate"
@@ -33,10 +34,18 @@ type reporter struct {
 	kept     []gate.Violation
 	dropped  int
 	writeTip bool // the workspace is read-only: a denied write suggests --write
+	// deferLines holds the stderr lines until the run ends: when stderr is
+	// not a terminal it is often parsed, and a line written while the
+	// program is in the middle of one of its own would mangle both.
+	deferLines bool
+	pending    []string
 }
 
 func newReporter(log, jsonl io.Writer, readOnlyWorkspace bool) *reporter {
 	r := &reporter{log: log, jsonl: jsonl, seen: map[string]int{}, writeTip: readOnlyWorkspace}
+	if f, ok := log.(interface{ Fd() uintptr }); !ok || !term.IsTerminal(int(f.Fd())) {
+		r.deferLines = true
+	}
 	if jsonl != nil {
 		r.enc = json.NewEncoder(jsonl)
 		r.enc.SetEscapeHTML(false)
@@ -79,7 +88,12 @@ func (r *reporter) add(v gate.Violation) {
 		return
 	}
 	r.printed++
-	fmt.Fprintf(r.log, "sbx: denied %s %s (%d %s)\n", v.Op, v.Target, v.Pid, v.Comm)
+	line := fmt.Sprintf("sbx: denied %s %s (%d %s)\n", v.Op, v.Target, v.Pid, v.Comm)
+	if r.deferLines {
+		r.pending = append(r.pending, line)
+		return
+	}
+	io.WriteString(r.log, line)
 }
 
 // finish prints the summary line: how many denials there were in all.
@@ -89,6 +103,10 @@ func (r *reporter) finish() {
 	if r.log == nil || r.total == 0 {
 		return
 	}
+	for _, line := range r.pending {
+		io.WriteString(r.log, line)
+	}
+	r.pending = nil
 	if hidden := len(r.order) - r.printed; hidden > 0 || r.total > r.printed {
 		fmt.Fprintf(r.log, "sbx: %d operation(s) denied in all (%d distinct)\n", r.total, len(r.order))
 	}
