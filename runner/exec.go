@@ -56,7 +56,7 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		StateDir: eo.StateDir,
 	}
 	var out gate.Result
-	o.reporter = newReporter(nil, nil, !checked.Writable)
+	o.reporter = newReporter(nil, nil)
 	start := time.Now()
 	res, err := Run(ctx, o)
 	out.Violations, out.ViolationsDropped = o.reporter.violations()

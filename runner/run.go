@@ -110,7 +110,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		defer signal.Stop(sigs)
 	}
 
-	rep := newReporter(o.Log, o.Violations, !o.Write)
+	rep := newReporter(o.Log, o.Violations)
 	if o.reporter != nil {
 		rep = o.reporter
 	}

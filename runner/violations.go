@@ -33,7 +33,6 @@ type reporter struct {
 	total    int
 	kept     []gate.Violation
 	dropped  int
-	writeTip bool // the workspace is read-only: a denied write suggests --write
 	// deferLines holds the stderr lines until the run ends: when stderr is
 	// not a terminal it is often parsed, and a line written while the
 	// program is in the middle of one of its own would mangle both.
@@ -41,8 +40,8 @@ type reporter struct {
 	pending    []string
 }
 
-func newReporter(log, jsonl io.Writer, readOnlyWorkspace bool) *reporter {
-	r := &reporter{log: log, jsonl: jsonl, seen: map[string]int{}, writeTip: readOnlyWorkspace}
+func newReporter(log, jsonl io.Writer) *reporter {
+	r := &reporter{log: log, jsonl: jsonl, seen: map[string]int{}}
 	if f, ok := log.(interface{ Fd() uintptr }); !ok || !term.IsTerminal(int(f.Fd())) {
 		r.deferLines = true
 	}

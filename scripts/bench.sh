@@ -1,45 +1,82 @@
 #!/usr/bin/env bash
 # make bench: sbx's startup and in-sandbox overhead, against bubblewrap and a
-# bare run in the same session. Prints a Markdown table (paste into README).
-# Needs root, bubblewrap and hyperfine (installed by .ci/deps.sh).
+# bare run in the same session, and the per-run cost of the BPF network wall.
+# Prints a Markdown table (paste into README).
+# Needs root, bubblewrap, hyperfine (installed by .ci/deps.sh) and python3.
+# The machine may be shared: the load average before and after is printed
+# under the table; compare numbers only from one run of this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SBX=${SBX:-$PWD/bin/sbx}
+GO=${GO:-go}
 RUNS=${RUNS:-40}
+OPENS=${OPENS:-200000}
 command -v bwrap >/dev/null && command -v hyperfine >/dev/null || ./.ci/deps.sh
-ws=$(mktemp -d /tmp/sbx-bench.XXXXXX)
-trap 'rm -rf "$ws"' EXIT
-cd "$ws"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 out=$(mktemp)
+ws=$(mktemp -d /tmp/sbx-bench.XXXXXX)
+trap 'rm -rf "$ws" "$out" "$out".*' EXIT
+# The BPF tier's cost per run: opening the pinned wall (warm; cold = load,
+# verify and pin, paid once per boot) and taking an event ring.
+$GO test -tags seccomp -run '^$' -bench 'OpenNet|EventReader' ./bpf/ | tee "$out.bpf" >&2
+cd "$ws"
 loop='for i in $(seq 2000); do cat /etc/hostname >/dev/null; done'
+# open()-heavy: one process, so startup is negligible next to the opens.
+py=$(command -v python3)
+case "$py" in /usr/*|/bin/*) ;; *) py=/usr/bin/python3 ;; esac # visible inside
+opens="for _ in range($OPENS): open('/etc/hostname').close()"
 hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$out.start.json" \
   -n "sbx run -- true" "$SBX run -- true" \
   -n "bwrap --unshare-all true" "bwrap --ro-bind / / --unshare-all true" >&2
 hyperfine --warmup 1 --runs 5 --export-json "$out.loop.json" \
   -n "loop in sbx" "$SBX run -- sh -c '$loop'" \
   -n "loop bare" "sh -c '$loop'" >&2
+hyperfine -N --warmup 1 --runs 5 --export-json "$out.open.json" \
+  -n "opens in sbx" "$SBX run -- $py -c \"$opens\"" \
+  -n "opens bare" "$py -c \"$opens\"" >&2
 rss=$(python3 - "$SBX" <<'PY'
 import resource, subprocess, sys
 subprocess.run([sys.argv[1], "run", "--", "true"], check=True)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
 PY
 )
-python3 - "$out" "$rss" <<'PY'
-import json, sys
-out, rss = sys.argv[1], sys.argv[2]
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 - "$out" "$rss" "$OPENS" "$load_start" "$load_end" <<'PY'
+import json, re, sys
+out, rss, opens, load_start, load_end = sys.argv[1:6]
 def means(path):
     return {r["command"]: (r["mean"] * 1000, r["stddev"] * 1000) for r in json.load(open(path))["results"]}
-s = means(out + ".start.json"); l = means(out + ".loop.json")
+s = means(out + ".start.json"); l = means(out + ".loop.json"); o = means(out + ".open.json")
 sbx, bw = s["sbx run -- true"], s["bwrap --unshare-all true"]
 li, lb = l["loop in sbx"], l["loop bare"]
+oi, ob = o["opens in sbx"], o["opens bare"]
 # The loop's net overhead: subtract sbx's own startup from the loop in sbx.
 net = li[0] - sbx[0]
+onet = oi[0] - sbx[0]
+# go test -bench lines: "BenchmarkOpenNet/warm-2  7458  170040 ns/op".
+bench = {}
+for line in open(out + ".bpf"):
+    m = re.match(r"^Benchmark(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op", line)
+    if m:
+        bench[m.group(1)] = float(m.group(3)) / 1e6
 print("| measurement | mean | ± σ | ratio |")
 print("|---|---|---|---|")
 print(f"| `sbx run -- true` | {sbx[0]:.1f} ms | {sbx[1]:.1f} ms | {sbx[0]/bw[0]:.2f}x bwrap |")
 print(f"| `bwrap --ro-bind / / --unshare-all true` | {bw[0]:.1f} ms | {bw[1]:.1f} ms | 1.00x |")
 print(f"| 2000x `cat /etc/hostname` in sbx (incl. startup) | {li[0]:.0f} ms | {li[1]:.0f} ms | {net/lb[0]:.3f}x bare (startup subtracted) |")
 print(f"| 2000x `cat /etc/hostname` bare | {lb[0]:.0f} ms | {lb[1]:.0f} ms | 1.000x |")
+print(f"| {opens}x `open()`+`close()` of /etc/hostname (python3) in sbx (incl. startup) | {oi[0]:.0f} ms | {oi[1]:.0f} ms | {onet/ob[0]:.3f}x bare (startup subtracted; target < 1.05x) |")
+print(f"| {opens}x `open()`+`close()` of /etc/hostname (python3) bare | {ob[0]:.0f} ms | {ob[1]:.0f} ms | 1.000x |")
+def row(name, key, note=""):
+    if key in bench:
+        print(f"| {name} | {bench[key]:.3f} ms | | {note} |")
+row("BPF wall: `OpenNet` warm (open the pins; per run)", "OpenNet/warm", "go test -bench")
+row("BPF wall: `OpenNet` cold (load, verify, pin; once per boot)", "OpenNet/cold", "go test -bench")
+row("BPF wall: `EventReader` (take and free a run's ring; per run)", "EventReader", "go test -bench")
+if "OpenNet/warm" in bench and "EventReader" in bench:
+    per_run = bench["OpenNet/warm"] + bench["EventReader"]
+    print(f"| BPF wall per run (warm `OpenNet` + `EventReader`) | {per_run:.3f} ms | | {per_run/sbx[0]*100:.1f}% of `sbx run -- true`; goal <= 1 ms |")
 print(f"| peak RSS of a `sbx run -- true` (largest process) | {rss} MiB | | |")
+print()
+print(f"Load average (1, 5, 15 min) before: {load_start}; after: {load_end}.")
 PY
-rm -f "$out"*
