@@ -23,16 +23,16 @@ const maxViolationLines = 20
 // maxViolationLines), JSON lines for --violations, and the list kept for
 // sbx exec's result.
 type reporter struct {
-	mu       sync.Mutex
-	log      io.Writer // stderr lines; nil: none
-	jsonl    io.Writer // --violations file; nil: none
-	enc      *json.Encoder
-	seen     map[string]int
-	order    []string
-	printed  int
-	total    int
-	kept     []gate.Violation
-	dropped  int
+	mu      sync.Mutex
+	log     io.Writer // stderr lines; nil: none
+	jsonl   io.Writer // --violations file; nil: none
+	enc     *json.Encoder
+	seen    map[string]int
+	order   []string
+	printed int
+	total   int
+	kept    []gate.Violation
+	dropped int
 	// deferLines holds the stderr lines until the run ends: when stderr is
 	// not a terminal it is often parsed, and a line written while the
 	// program is in the middle of one of its own would mangle both.
