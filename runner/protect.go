@@ -9,10 +9,13 @@ import (
 // ProtectedNames are the workspace entries that stay read-only even with
 // --write: files that run later outside the sandbox (git hooks and config,
 // direnv, editor and agent settings, shell rc files), through which a
-// hostile program could persist. Entries with a "*" are globs in the
-// workspace root.
+// hostile program could persist. All of .git is protected, not only its
+// hooks and config: a program that may write there can rename .git away and
+// build one with its own hooks, or point git elsewhere with commondir
+// (--rw .git allows commits from inside). Entries with a "*" are globs in
+// the workspace root.
 var ProtectedNames = []string{
-	".git/hooks", ".git/config", ".gitmodules", ".sbx*", ".envrc",
+	".git", ".gitmodules", ".sbx*", ".envrc",
 	".vscode", ".idea", ".mcp.json",
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".config/fish",

@@ -122,7 +122,7 @@ func TestProtectedPaths(t *testing.T) {
 	os.Symlink(filepath.Join(outside, "rc"), filepath.Join(ws, ".bashrc")) // resolves outside: not ours to mount
 	os.Symlink(".envrc", filepath.Join(ws, ".profile"))                    // resolves to .envrc: once
 	got := protectedPaths(ws, nil)
-	want := []string{".envrc", ".git/config", ".git/hooks", ".sbx-policy", ".vscode"}
+	want := []string{".envrc", ".git", ".sbx-policy", ".vscode"}
 	for i := range want {
 		want[i] = filepath.Join(ws, want[i])
 	}

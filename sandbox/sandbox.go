@@ -121,8 +121,12 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 	if err != nil {
 		return nil, err
 	}
+	args := append([]string{ShimPath}, spec.Args...)
+	if n, limit := execSize(ShimPath, args, env), argMax(); n > limit {
+		return nil, fmt.Errorf("argument list too long: the program's arguments and environment take %d bytes in the sandbox, the kernel accepts %d", n, limit)
+	}
 	p := &libcontainer.Process{
-		Args: append([]string{ShimPath}, spec.Args...),
+		Args: args,
 		Env:  env,
 		Cwd:  spec.Cwd,
 		UID:  spec.UID, GID: spec.GID,
@@ -323,4 +327,27 @@ func recvFd(sock *os.File) (*os.File, error) {
 		}
 		return os.NewFile(uintptr(fds[0]), string(buf[:n])), nil
 	}
+}
+
+// argMax is what execve(2) accepts for the strings of argv and envp
+// together: a quarter of the stack limit, and at most 3/4 of 6 MiB.
+func argMax() int {
+	const ceiling = 6 << 20 / 4 * 3
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_STACK, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY {
+		return ceiling
+	}
+	return min(int(rl.Cur/4), ceiling)
+}
+
+// execSize is what execve(2) counts against argMax: the file name, and each
+// string with its NUL and its pointer.
+func execSize(file string, argv, env []string) int {
+	n := len(file) + 1
+	for _, list := range [][]string{argv, env} {
+		for _, s := range list {
+			n += len(s) + 1 + 8
+		}
+	}
+	return n
 }

@@ -59,6 +59,13 @@ func RunShim(args []string) int {
 	// scope lets a domain signal only itself and its descendants. The
 	// program is therefore started, and signalled, from this one thread.
 	runtime.LockOSThread()
+	// The program runs as the shim's uid: without this it could ptrace
+	// the shim in all but name (/proc/1/mem, pidfd_getfd of the lifeline,
+	// /proc/1/environ). The program's own exec makes it dumpable again.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "sbx: refusing to run: shim: set non-dumpable: %v\n", err)
+		return 125
+	}
 	var cfg ShimConfig
 	if raw := os.Getenv(shimEnv); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {

@@ -37,9 +37,10 @@ Flags:
                     the program starts in the current directory if it lies
                     inside the workspace, else at the workspace root
   -w, --write       make the workspace writable, except the entries that run
-                    later outside the sandbox, which stay read-only: .git/hooks,
-                    .git/config, .gitmodules, .sbx*, .envrc, .vscode, .idea,
-                    .mcp.json, shell rc files (open one with --rw PATH)
+                    later outside the sandbox, which stay read-only: .git,
+                    .gitmodules, .sbx*, .envrc, .vscode, .idea, .mcp.json,
+                    shell rc files (open one with --rw PATH, e.g. --rw .git
+                    to commit from inside)
   --ro PATH         also show PATH read-only at its own path (repeatable)
   --rw PATH         also show PATH read-write at its own path (repeatable)
   --home DIR|tmp    host directory behind $HOME (default:
