@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -11,28 +10,19 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/bpf"
 )
 
 // Cgroup2Mount returns where the cgroup2 hierarchy is mounted: /sys/fs/cgroup
 // on a cgroup2-only host, /sys/fs/cgroup/unified on a hybrid one. cgroup BPF
-// programs attach there.
+// programs attach there. It is [bpf.Cgroup2Mount], with the fix in the error.
 func Cgroup2Mount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	m, err := bpf.Cgroup2Mount()
 	if err != nil {
-		return "", fmt.Errorf("read mountinfo: %w", err)
+		return "", fmt.Errorf("%w (cgroup BPF needs a cgroup2 hierarchy; mount one with: mount -t cgroup2 none /sys/fs/cgroup/unified)", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent maj:min root mountpoint opts ... - fstype source super
-		fields := strings.Fields(sc.Text())
-		for i, fld := range fields {
-			if fld == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 4 {
-				return fields[4], nil
-			}
-		}
-	}
-	return "", errors.New("no cgroup2 hierarchy is mounted (cgroup BPF needs one; mount it with: mount -t cgroup2 none /sys/fs/cgroup/unified)")
+	return m, nil
 }
 
 // Cgroup2Dir returns the cgroup2 directory of sandbox id.
