@@ -48,6 +48,7 @@ fuzz:
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseMountDevices$$' -fuzztime $(FUZZTIME) ./bpf/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime $(FUZZTIME) ./cmd/sbx/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzRunFlags$$' -fuzztime $(FUZZTIME) ./cmd/sbx/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) ./egress/
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }

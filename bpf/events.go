@@ -170,6 +170,8 @@ func (e Event) Target() string {
 	switch {
 	case e.Op == OpSocketCreate:
 		return socketString(e.Family, e.SockType, e.Protocol)
+	case e.Family == afUnix && e.Path != "":
+		return e.Path // a unix socket of the host (lsm.c deny_unix_peer)
 	case e.Addr.IsValid():
 		return e.Addr.String()
 	case e.Op.hasAddr():

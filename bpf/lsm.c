@@ -24,7 +24,10 @@
  *  - bpf, sb_mount, move_mount, sb_umount, sb_pivotroot: refused.
  *  - socket_create/connect/bind/sendmsg: every family but AF_UNIX refused
  *    (a second wall behind the cgroup programs; it also holds for sockets
- *    that leaked in from outside).
+ *    that leaked in from outside), except TCP to the run's egress proxy
+ *    when sbx set one (SBX_SANDBOX_ALLOW_PROXY).
+ *  - unix_stream_connect/unix_may_send: no unix socket of another network
+ *    namespace (a host daemon's socket file in the workspace).
  *
  * File policy denials return -EACCES, all others -EPERM. Every denial is
  * reported as a struct sbx_event in the run's ring buffer (events.h).
@@ -74,10 +77,22 @@ enum sbx_mount_kind {
 	SBX_MOUNT_PIVOT_ROOT = 4,
 };
 
-/* Value of sbx_lsm_sandboxes. flags is reserved (0). */
+/* sbx_sandbox.flags */
+enum sbx_sandbox_flag {
+	/* The run may create TCP sockets of proxy_family and connect them
+	 * (and send on them) to exactly proxy_addr:proxy_port: sbx's egress
+	 * proxy, as the cgroup wall's SBX_NET_ALLOW_PROXY. */
+	SBX_SANDBOX_ALLOW_PROXY = 1,
+};
+
+/* Value of sbx_lsm_sandboxes. */
 struct sbx_sandbox {
-	__u32 flags;
-	__u32 pad;
+	__u32 flags;         /* enum sbx_sandbox_flag */
+	__u32 proxy_family;  /* AF_INET or AF_INET6 */
+	__u8 proxy_addr[16]; /* IPv4 in the first 4 bytes, or IPv6 */
+	__u16 proxy_port;    /* host byte order */
+	__u16 pad;
+	__u32 reserved;
 };
 
 /* Key of sbx_lsm_allow: sandbox cgroup id, inode number (0: whole
@@ -102,6 +117,7 @@ struct sbx_selftest {
 /* Force BTF for the enums the Go side gets from bpf2go (-type). */
 const enum sbx_access *unused_access __attribute__((unused));
 const enum sbx_mount_kind *unused_mount_kind __attribute__((unused));
+const enum sbx_sandbox_flag *unused_sandbox_flag __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -665,14 +681,36 @@ int BPF_PROG(sbx_sb_pivotroot, const struct path *old_path, const struct path *n
 	return -EPERM;
 }
 
+/* current_proxy returns the run's proxy exception, NULL when the current
+ * task is in no sandbox or its run has none; *sandboxed tells which. */
+static __always_inline struct sbx_sandbox *current_proxy(bool *sandboxed)
+{
+	struct sbx_sandbox *sb;
+	__u64 id = 0;
+
+	sb = sbx_lookup_run(&sbx_lsm_sandboxes, &id);
+	*sandboxed = sb != NULL;
+	if (!sb || !(sb->flags & SBX_SANDBOX_ALLOW_PROXY))
+		return NULL;
+	return sb;
+}
+
 SEC("lsm/socket_create")
 int BPF_PROG(sbx_socket_create, int family, int type, int protocol, int kern, int ret)
 {
+	struct sbx_sandbox *px;
 	struct sbx_event *e;
+	bool sandboxed;
 
 	if (ret)
 		return ret;
-	if (kern || family == AF_UNIX || !current_sandbox())
+	if (kern || family == AF_UNIX)
+		return 0;
+	px = current_proxy(&sandboxed);
+	if (!sandboxed)
+		return 0;
+	if (px && family == px->proxy_family && type == SOCK_STREAM &&
+	    (protocol == 0 || protocol == IPPROTO_TCP))
 		return 0;
 	e = sbx_event_reserve(SBX_OP_SOCKET_CREATE, EPERM);
 	if (e) {
@@ -705,14 +743,79 @@ static __always_inline void fill_addr(struct sbx_event *e, struct sockaddr *addr
 	}
 }
 
-/* deny_sock is the verdict on using sock (connect, bind, send) with addr. */
+/* is_proxy reports whether addr is exactly the proxy endpoint of px. */
+static __always_inline bool is_proxy(struct sbx_sandbox *px, struct sockaddr *addr)
+{
+	__u8 a[16] = {};
+	__u16 fam, port;
+	int i;
+
+	fam = BPF_CORE_READ(addr, sa_family);
+	if (fam != px->proxy_family)
+		return false;
+	if (fam == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)addr;
+
+		port = bpf_ntohs(BPF_CORE_READ(in, sin_port));
+		bpf_probe_read_kernel(a, 4, &in->sin_addr);
+	} else if (fam == AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)addr;
+
+		port = bpf_ntohs(BPF_CORE_READ(in6, sin6_port));
+		bpf_probe_read_kernel(a, 16, &in6->sin6_addr);
+	} else {
+		return false;
+	}
+	if (port != px->proxy_port)
+		return false;
+	for (i = 0; i < 16; i++)
+		if (a[i] != px->proxy_addr[i])
+			return false;
+	return true;
+}
+
+/* peer_is_proxy reports whether sock is connected to exactly the proxy
+ * endpoint of px (a send without an address goes to the peer). */
+static __always_inline bool peer_is_proxy(struct sbx_sandbox *px, struct socket *sock)
+{
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+	__u8 a[16] = {};
+	int i;
+
+	if (bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)) != px->proxy_port)
+		return false;
+	if (px->proxy_family == AF_INET) {
+		__be32 d = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+
+		__builtin_memcpy(a, &d, 4);
+	} else {
+		BPF_CORE_READ_INTO(&a, sk, __sk_common.skc_v6_daddr);
+	}
+	for (i = 0; i < 16; i++)
+		if (a[i] != px->proxy_addr[i])
+			return false;
+	return true;
+}
+
+/* deny_sock is the verdict on using sock (connect, bind, send) with addr:
+ * 0 outside sandboxes, for AF_UNIX, and for the run's proxy (a TCP socket
+ * of its family connected, or sending, to exactly its endpoint; never a
+ * bind); -EPERM, reported, for everything else. */
 static __always_inline int deny_sock(struct socket *sock, struct sockaddr *addr, __u32 op4,
-				     __u32 op6)
+				     __u32 op6, bool binding)
 {
 	__u16 fam = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
+	struct sbx_sandbox *px;
 	struct sbx_event *e;
+	bool sandboxed;
 
-	if (fam == AF_UNIX || !current_sandbox())
+	if (fam == AF_UNIX)
+		return 0;
+	px = current_proxy(&sandboxed);
+	if (!sandboxed)
+		return 0;
+	if (px && !binding && fam == px->proxy_family && BPF_CORE_READ(sock, type) == SOCK_STREAM &&
+	    (addr ? is_proxy(px, addr) : peer_is_proxy(px, sock)))
 		return 0;
 	e = sbx_event_reserve(fam == AF_INET6 ? op6 : op4, EPERM);
 	if (e) {
@@ -731,7 +834,7 @@ int BPF_PROG(sbx_socket_connect, struct socket *sock, struct sockaddr *address, 
 {
 	if (ret)
 		return ret;
-	return deny_sock(sock, address, SBX_OP_SOCKET_CONNECT, SBX_OP_SOCKET_CONNECT);
+	return deny_sock(sock, address, SBX_OP_SOCKET_CONNECT, SBX_OP_SOCKET_CONNECT, false);
 }
 
 SEC("lsm/socket_bind")
@@ -740,7 +843,7 @@ int BPF_PROG(sbx_socket_bind, struct socket *sock, struct sockaddr *address, int
 {
 	if (ret)
 		return ret;
-	return deny_sock(sock, address, SBX_OP_BIND4, SBX_OP_BIND6);
+	return deny_sock(sock, address, SBX_OP_BIND4, SBX_OP_BIND6, true);
 }
 
 SEC("lsm/socket_sendmsg")
@@ -748,8 +851,57 @@ int BPF_PROG(sbx_socket_sendmsg, struct socket *sock, struct msghdr *msg, int si
 {
 	if (ret)
 		return ret;
+	/* No address: the socket's peer decides; with one: TCP Fast Open or
+	 * a datagram. */
 	return deny_sock(sock, (struct sockaddr *)BPF_CORE_READ(msg, msg_name), SBX_OP_SENDMSG4,
-			 SBX_OP_SENDMSG6);
+			 SBX_OP_SENDMSG6, false);
+}
+
+/*
+ * deny_unix_peer is the verdict on a sandboxed task reaching the unix
+ * socket other from its socket sk: refused (EPERM, reported with the
+ * peer's path) when other lives in another network namespace. A sandbox
+ * has its own, so that is a socket of the host (a daemon's, say, whose
+ * socket file lies in the workspace): pathname sockets are found through
+ * the file system, not the namespace, and the file tiers cannot tell a
+ * connect from an open. Sockets the sandbox made itself stay usable.
+ */
+static __always_inline int deny_unix_peer(struct sock *sk, struct sock *other)
+{
+	struct unix_address *ua;
+	struct sbx_event *e;
+
+	if (!current_sandbox())
+		return 0;
+	if (BPF_CORE_READ(sk, __sk_common.skc_net.net) == BPF_CORE_READ(other, __sk_common.skc_net.net))
+		return 0;
+	e = sbx_event_reserve(SBX_OP_SOCKET_CONNECT, EPERM);
+	if (e) {
+		e->family = AF_UNIX;
+		e->sock_type = BPF_CORE_READ(sk, sk_type);
+		ua = BPF_CORE_READ((struct unix_sock *)other, addr);
+		if (ua)
+			bpf_probe_read_kernel_str(e->path, sizeof(e->path), &ua->name[0].sun_path);
+		bpf_ringbuf_submit(e, 0);
+	}
+	return -EPERM;
+}
+
+SEC("lsm/unix_stream_connect")
+int BPF_PROG(sbx_unix_stream_connect, struct sock *sock, struct sock *other, struct sock *newsk,
+	     int ret)
+{
+	if (ret)
+		return ret;
+	return deny_unix_peer(sock, other);
+}
+
+SEC("lsm/unix_may_send")
+int BPF_PROG(sbx_unix_may_send, struct socket *sock, struct socket *other, int ret)
+{
+	if (ret)
+		return ret;
+	return deny_unix_peer(BPF_CORE_READ(sock, sk), BPF_CORE_READ(other, sk));
 }
 
 /* [0]: tgid whose opens sbx_probe_file_open counts, [1]: the count. Used

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -372,6 +373,36 @@ func (l *LSM) AddSandbox(cgroupID uint64, policy FilePolicy) error {
 		return fmt.Errorf("add sandbox %d: %w", cgroupID, err)
 	}
 	l.added[cgroupID] = keys
+	return nil
+}
+
+// AllowProxy lets the sandbox registered as cgroupID (by [LSM.AddSandbox])
+// reach sbx's egress proxy at proxy: create TCP sockets of its family,
+// connect them to exactly that address and port, and send on sockets
+// connected there. Every other socket use stays refused, as on the cgroup
+// wall with [Policy].Proxy. Call it before the run's first task starts.
+func (l *LSM) AllowProxy(cgroupID uint64, proxy netip.AddrPort) error {
+	a := proxy.Addr()
+	if !proxy.IsValid() || a.Is4In6() || a.Zone() != "" || a.IsUnspecified() || proxy.Port() == 0 {
+		return fmt.Errorf("allow proxy %s: want a plain IPv4 or IPv6 address and a port", proxy)
+	}
+	v := lsmSbxSandbox{
+		Flags:       uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_PROXY),
+		ProxyFamily: afInet,
+		ProxyPort:   proxy.Port(),
+	}
+	if a.Is6() {
+		v.ProxyFamily = afInet6
+	}
+	copy(v.ProxyAddr[:], a.AsSlice())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.added[cgroupID]; !ok {
+		return fmt.Errorf("allow proxy %s: sandbox %d is not registered", proxy, cgroupID)
+	}
+	if err := l.maps[lsmMapSbxLsmSandboxes].Update(cgroupID, &v, ebpf.UpdateExist); err != nil {
+		return fmt.Errorf("allow proxy %s for sandbox %d: %w", proxy, cgroupID, err)
+	}
 	return nil
 }
 

@@ -46,10 +46,20 @@ type lsmSbxRun struct {
 }
 
 type lsmSbxSandbox struct {
-	_     structs.HostLayout
-	Flags uint32
-	Pad   uint32
+	_           structs.HostLayout
+	Flags       uint32
+	ProxyFamily uint32
+	ProxyAddr   [16]uint8
+	ProxyPort   uint16
+	Pad         uint16
+	Reserved    uint32
 }
+
+type lsmSbxSandboxFlag uint32
+
+const (
+	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_PROXY lsmSbxSandboxFlag = 1
+)
 
 type lsmSbxSelftest struct {
 	_    structs.HostLayout
@@ -95,9 +105,12 @@ const (
 	lsmProgSbxSocketCreate      = "sbx_socket_create"
 	lsmProgSbxSocketSendmsg     = "sbx_socket_sendmsg"
 	lsmProgSbxTaskKill          = "sbx_task_kill"
+	lsmProgSbxUnixMaySend       = "sbx_unix_may_send"
+	lsmProgSbxUnixStreamConnect = "sbx_unix_stream_connect"
 	lsmVarSbxRunBtf             = "sbx_run_btf"
 	lsmVarUnusedAccess          = "unused_access"
 	lsmVarUnusedMountKind       = "unused_mount_kind"
+	lsmVarUnusedSandboxFlag     = "unused_sandbox_flag"
 )
 
 // loadLsm returns the embedded CollectionSpec for lsm.
@@ -166,6 +179,8 @@ type lsmProgramSpecs struct {
 	SbxSocketCreate      *ebpf.ProgramSpec `ebpf:"sbx_socket_create"`
 	SbxSocketSendmsg     *ebpf.ProgramSpec `ebpf:"sbx_socket_sendmsg"`
 	SbxTaskKill          *ebpf.ProgramSpec `ebpf:"sbx_task_kill"`
+	SbxUnixMaySend       *ebpf.ProgramSpec `ebpf:"sbx_unix_may_send"`
+	SbxUnixStreamConnect *ebpf.ProgramSpec `ebpf:"sbx_unix_stream_connect"`
 }
 
 // lsmMapSpecs contains maps before they are loaded into the kernel.
@@ -186,9 +201,10 @@ type lsmMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lsmVariableSpecs struct {
-	SbxRunBtf       *ebpf.VariableSpec `ebpf:"sbx_run_btf"`
-	UnusedAccess    *ebpf.VariableSpec `ebpf:"unused_access"`
-	UnusedMountKind *ebpf.VariableSpec `ebpf:"unused_mount_kind"`
+	SbxRunBtf         *ebpf.VariableSpec `ebpf:"sbx_run_btf"`
+	UnusedAccess      *ebpf.VariableSpec `ebpf:"unused_access"`
+	UnusedMountKind   *ebpf.VariableSpec `ebpf:"unused_mount_kind"`
+	UnusedSandboxFlag *ebpf.VariableSpec `ebpf:"unused_sandbox_flag"`
 }
 
 // lsmObjects contains all objects after they have been loaded into the kernel.
@@ -238,9 +254,10 @@ func (m *lsmMaps) Close() error {
 //
 // It can be passed to loadLsmObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lsmVariables struct {
-	SbxRunBtf       *ebpf.Variable `ebpf:"sbx_run_btf"`
-	UnusedAccess    *ebpf.Variable `ebpf:"unused_access"`
-	UnusedMountKind *ebpf.Variable `ebpf:"unused_mount_kind"`
+	SbxRunBtf         *ebpf.Variable `ebpf:"sbx_run_btf"`
+	UnusedAccess      *ebpf.Variable `ebpf:"unused_access"`
+	UnusedMountKind   *ebpf.Variable `ebpf:"unused_mount_kind"`
+	UnusedSandboxFlag *ebpf.Variable `ebpf:"unused_sandbox_flag"`
 }
 
 // lsmPrograms contains all programs after they have been loaded into the kernel.
@@ -271,6 +288,8 @@ type lsmPrograms struct {
 	SbxSocketCreate      *ebpf.Program `ebpf:"sbx_socket_create"`
 	SbxSocketSendmsg     *ebpf.Program `ebpf:"sbx_socket_sendmsg"`
 	SbxTaskKill          *ebpf.Program `ebpf:"sbx_task_kill"`
+	SbxUnixMaySend       *ebpf.Program `ebpf:"sbx_unix_may_send"`
+	SbxUnixStreamConnect *ebpf.Program `ebpf:"sbx_unix_stream_connect"`
 }
 
 func (p *lsmPrograms) Close() error {
@@ -299,6 +318,8 @@ func (p *lsmPrograms) Close() error {
 		p.SbxSocketCreate,
 		p.SbxSocketSendmsg,
 		p.SbxTaskKill,
+		p.SbxUnixMaySend,
+		p.SbxUnixStreamConnect,
 	)
 }
 

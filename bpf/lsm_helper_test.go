@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -124,6 +125,12 @@ func ioctlPtr(fd int, req uint, arg unsafe.Pointer) error {
 //	socket FAMILY TYPE    create a socket
 //	connect FD PORT       connect a passed-in socket to 127.0.0.1:PORT
 //	sendto FD PORT        send one datagram to 127.0.0.1:PORT
+//	tcp PORT              connect a new TCP socket to 127.0.0.1:PORT, send a byte
+//	send FD               send a byte on a passed-in connected socket
+//	unix PATH             connect a new unix stream socket to PATH
+//	unixdgram PATH        send a datagram to the unix socket PATH
+//	unixself DIR          listen on DIR/self.sock, connect to it
+//	netns MODE ARGS...    MODE in a new network namespace (of this thread)
 //	bpf                   BPF_MAP_CREATE an array
 //	mount DIR             mount a tmpfs on DIR (and unmount it)
 //	umount DIR            unmount DIR
@@ -211,6 +218,57 @@ func lsmRunHelper(args []string) string {
 			return lsmErrName(unix.Connect(helperAtoi(args[1]), sa))
 		}
 		return lsmErrName(unix.Sendto(helperAtoi(args[1]), []byte("x"), 0, sa))
+	case "tcp":
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "socket: " + lsmErrName(err)
+		}
+		defer unix.Close(fd)
+		sa := &unix.SockaddrInet4{Port: helperAtoi(args[1]), Addr: [4]byte{127, 0, 0, 1}}
+		if err := unix.Connect(fd, sa); err != nil {
+			return "connect: " + lsmErrName(err)
+		}
+		_, err = unix.Write(fd, []byte("x"))
+		return lsmErrName(err)
+	case "send":
+		_, err := unix.Write(helperAtoi(args[1]), []byte("x"))
+		return lsmErrName(err)
+	case "unix", "unixdgram":
+		typ := unix.SOCK_STREAM
+		if args[0] == "unixdgram" {
+			typ = unix.SOCK_DGRAM
+		}
+		fd, err := unix.Socket(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "socket: " + lsmErrName(err)
+		}
+		defer unix.Close(fd)
+		sa := &unix.SockaddrUnix{Name: args[1]}
+		if typ == unix.SOCK_DGRAM {
+			return lsmErrName(unix.Sendto(fd, []byte("x"), 0, sa))
+		}
+		return lsmErrName(unix.Connect(fd, sa))
+	case "unixself":
+		path := filepath.Join(args[1], "self.sock")
+		os.Remove(path)
+		ln, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "socket: " + lsmErrName(err)
+		}
+		defer unix.Close(ln)
+		if err := unix.Bind(ln, &unix.SockaddrUnix{Name: path}); err != nil {
+			return "bind: " + lsmErrName(err)
+		}
+		if err := unix.Listen(ln, 1); err != nil {
+			return "listen: " + lsmErrName(err)
+		}
+		return lsmRunHelper([]string{"unix", path})
+	case "netns":
+		runtime.LockOSThread() // the namespace is this thread's
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return "unshare: " + lsmErrName(err)
+		}
+		return lsmRunHelper(args[1:])
 	case "bpf":
 		// union bpf_attr for BPF_MAP_CREATE: type, key size, value size,
 		// max entries.

@@ -279,11 +279,10 @@ func TestSecretsMasked(t *testing.T) {
 	}
 
 	t.Run("root-only files", func(t *testing.T) {
-		knownHole(t, "run as uid 0 (root without sudo), root-only files not on the mask list are readable")
 		// The program runs as the invoking user; started by root (not
 		// through sudo) that is uid 0, which owns root's files without
 		// any capability: every file under /etc that only root may read
-		// must be masked, or it is readable inside.
+		// must be masked (sandbox.RootOnly), or it is readable inside.
 		files := rootOnlyFiles(t, "/etc")
 		var s [][]string
 		for _, f := range files {

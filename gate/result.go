@@ -84,8 +84,12 @@ type Violation struct {
 	Target string `json:"target"`
 	// Errno is the error the operation got, by name, e.g. "EACCES".
 	Errno string `json:"errno"`
-	// Tier is the layer that denied it, e.g. "bpf", "seccomp", "landlock".
+	// Tier is the layer that denied it, e.g. "bpf", "seccomp", "landlock",
+	// "proxy".
 	Tier string `json:"tier"`
+	// Reason says why, when the tier gives one (the egress proxy: "not
+	// allowed", "resolves to loopback address 127.0.0.1").
+	Reason string `json:"reason,omitempty"`
 }
 
 // maxViolationText bounds each text field of a sanitized Violation.
@@ -101,6 +105,7 @@ func (v Violation) Sanitized() Violation {
 	v.Target = sanitizeLimit(v.Target)
 	v.Errno = sanitizeLimit(v.Errno)
 	v.Tier = sanitizeLimit(v.Tier)
+	v.Reason = sanitizeLimit(v.Reason)
 	return v
 }
 

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 
@@ -55,9 +56,10 @@ func lsmPolicy(spec *sandbox.Spec, pid1 int) bpf.FilePolicy {
 	return p
 }
 
-// add registers the sandbox (cgroup2 dir dir, PID 1 pid1) with its policy;
-// from then on its tasks are confined.
-func (t *lsmTier) add(spec *sandbox.Spec, dir string, pid1 int) error {
+// add registers the sandbox (cgroup2 dir dir, PID 1 pid1) with its policy
+// and, if valid, the egress proxy its tasks may reach; from then on its
+// tasks are confined.
+func (t *lsmTier) add(spec *sandbox.Spec, dir string, pid1 int, proxy netip.AddrPort) error {
 	id, err := bpf.CgroupID(dir)
 	if err != nil {
 		return fmt.Errorf("file tier (BPF LSM): %w", err)
@@ -66,6 +68,11 @@ func (t *lsmTier) add(spec *sandbox.Spec, dir string, pid1 int) error {
 		return fmt.Errorf("file tier (BPF LSM): %w", err)
 	}
 	t.cgID, t.added = id, true
+	if proxy.IsValid() {
+		if err := t.lsm.AllowProxy(id, proxy); err != nil {
+			return fmt.Errorf("file tier (BPF LSM): %w", err)
+		}
+	}
 	return nil
 }
 

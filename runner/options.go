@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -66,6 +67,11 @@ type Options struct {
 	Violations io.Writer
 	// Policy demands a file tier (default PolicyAuto).
 	Policy Policy
+	// AllowHosts opens egress to these destinations (HOST[:PORT], see
+	// egress.ParseRule) through sbx's proxy; empty: no network at all.
+	AllowHosts []string
+	// HostNetwork shares the host's network (--net host): no isolation.
+	HostNetwork bool
 	// ForwardSignals makes Run catch INT, TERM, HUP, QUIT, USR1, USR2 and
 	// WINCH and pass them to the program; otherwise the caller handles
 	// signals (and may cancel the context).
@@ -74,9 +80,10 @@ type Options struct {
 	// never be visible inside a sandbox.
 	StateDir string
 
-	who      invoker   // filled by spec
-	tiers    tiers     // filled by spec
-	reporter *reporter // set by Exec to collect the result's violations
+	who      invoker          // filled by spec
+	tiers    tiers            // filled by spec
+	allow    egress.Allowlist // filled by spec
+	reporter *reporter        // set by Exec to collect the result's violations
 }
 
 // invoker is the user a run is for: under sudo, the user who ran sudo.
@@ -146,6 +153,12 @@ func cleanEnv(o *Options, who invoker, homeInside string) ([]string, error) {
 		}
 	}
 	set("SBX", "1")
+	if len(o.allow) > 0 {
+		for _, kv := range proxyEnv() {
+			k, v, _ := strings.Cut(kv, "=")
+			set(k, v)
+		}
+	}
 	for _, e := range o.Env {
 		k, v, hasValue := strings.Cut(e, "=")
 		if !validEnvName(k) {

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
 	"golang.org/x/sys/unix"
@@ -128,6 +130,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		defer lsm.close()
 	}
 	spec.Shim.NetCanary = true
+	if len(o.allow) > 0 {
+		spec.ProxyPort = proxyAddr.Port()
+	}
 	spec.AllowInetSockets = true // the wall denies them, and reports it
 
 	var term *terminal
@@ -153,8 +158,21 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if err := wall.watch(sb.CgroupPaths()[""], rep); err != nil {
 		return res, err
 	}
+	if len(o.allow) > 0 {
+		// Closed before the sandbox is destroyed and before rep.finish,
+		// so every denial is reported.
+		px, err := startEgress(sb, wall, o.allow, rep)
+		if err != nil {
+			return res, err
+		}
+		defer px.close(o.Log)
+	}
 	if lsm != nil {
-		if err := lsm.add(spec, sb.CgroupPaths()[""], sb.Pid()); err != nil {
+		var proxy netip.AddrPort
+		if len(o.allow) > 0 {
+			proxy = proxyAddr
+		}
+		if err := lsm.add(spec, sb.CgroupPaths()[""], sb.Pid(), proxy); err != nil {
 			return res, err
 		}
 	}
@@ -254,6 +272,11 @@ func (o *Options) fill() error {
 	if o.Workspace == "" {
 		o.Workspace = o.Cwd
 	}
+	allow, err := egress.ParseAllowlist(o.AllowHosts)
+	if err != nil {
+		return fmt.Errorf("--allow-host: %w", err)
+	}
+	o.allow = allow
 	return nil
 }
 
@@ -279,6 +302,9 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		return nil, nop, err
 	}
 	o.who = who
+	if o.HostNetwork {
+		return nil, nop, errors.New("--net host: not supported yet (needs a host-network sandbox and an allow-all network wall policy)")
+	}
 	cwd, err := filepath.EvalSymlinks(o.Cwd)
 	if err != nil {
 		return nil, nop, fmt.Errorf("working directory %s: %w", o.Cwd, err)
@@ -353,6 +379,11 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		GID:        who.gid,
 		Limits:     o.Limits,
 		Terminal:   o.Terminal,
+	}
+	if who.uid == 0 || who.gid == 0 {
+		// uid 0 owns root's files without any capability: hide those
+		// only root may read, as file modes hide them from everyone else.
+		spec.Masked = sandbox.RootOnly("/etc")
 	}
 	spec.Landlock = t.landlock
 	o.tiers = t

@@ -87,7 +87,11 @@ func (r *reporter) add(v gate.Violation) {
 		return
 	}
 	r.printed++
-	line := fmt.Sprintf("sbx: denied %s %s (%d %s)\n", v.Op, v.Target, v.Pid, v.Comm)
+	detail := fmt.Sprintf("%d %s", v.Pid, v.Comm)
+	if v.Reason != "" {
+		detail = v.Reason
+	}
+	line := fmt.Sprintf("sbx: denied %s %s (%s)\n", v.Op, v.Target, detail)
 	if r.deferLines {
 		r.pending = append(r.pending, line)
 		return

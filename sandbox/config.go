@@ -148,6 +148,7 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 			masked = append(masked, p)
 		}
 	}
+	masked = append(masked, s.Masked...)
 	var fams []int
 	if s.AllowInetSockets {
 		fams = []int{unix.AF_INET, unix.AF_INET6}

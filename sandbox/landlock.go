@@ -29,6 +29,9 @@ type FilePolicy struct {
 	// Canary is a file that exists but lies outside the set: the shim
 	// proves the policy is enforced by failing to open it.
 	Canary string `json:"canary,omitempty"`
+	// ConnectTCP are the TCP ports the program may connect to (ABI 4+;
+	// Landlock matches ports only, the network wall the address).
+	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
 }
 
 // LandlockPolicy builds the file policy of s: the system directories and
@@ -54,6 +57,9 @@ func (s *Spec) LandlockPolicy(layout []Entry) FilePolicy {
 		p.ReadExec = append(p.ReadExec, s.Workspace)
 	}
 	p.ReadWrite = append(p.ReadWrite, s.ReadWrite...)
+	if s.ProxyPort != 0 {
+		p.ConnectTCP = append(p.ConnectTCP, s.ProxyPort)
+	}
 	return p
 }
 
@@ -97,6 +103,9 @@ func (p FilePolicy) rules() []landlock.Rule {
 	}
 	for _, path := range p.Devices {
 		rules = append(rules, landlock.RWDirs(path).WithIoctlDev())
+	}
+	for _, port := range p.ConnectTCP {
+		rules = append(rules, landlock.ConnectTCP(port))
 	}
 	return rules
 }

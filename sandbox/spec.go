@@ -59,6 +59,13 @@ type Spec struct {
 	AllowInetSockets bool
 	// Landlock turns on the Landlock file tier (see [FilePolicy]).
 	Landlock bool
+	// Masked are more paths hidden like [MaskedPaths] (files become
+	// /dev/null, directories an empty read-only tmpfs), e.g. [RootOnly]
+	// of /etc for a program that runs as uid 0. Each must exist.
+	Masked []string
+	// ProxyPort is the TCP port of sbx's egress proxy on the sandbox's
+	// loopback (0: none); the Landlock tier lets connects to it through.
+	ProxyPort uint16
 	// ShimConfig is passed to the shim inside the sandbox (see [ShimConfig]).
 	Shim ShimConfig
 }

@@ -29,8 +29,8 @@ What the program sees:
   /tmp                              private tmpfs (512 MiB)
   /proc, /dev                       its own (own PID namespace, minimal /dev)
 Nothing else: not your home, /root, /var, /run, nor any daemon socket.
-No network (empty network namespace, loopback only), no capabilities,
-no_new_privs, a seccomp filter, and cgroup limits.
+No network (empty network namespace, loopback only) unless --allow-host, no
+capabilities, no_new_privs, a seccomp filter, and cgroup limits.
 
 Flags:
   --workspace DIR   directory to work in (default: the current directory);
@@ -60,6 +60,18 @@ Flags:
                     BPF LSM and/or Landlock; refuse to run with none),
                     landlock, or bpf; a demanded tier that is missing makes
                     sbx exit 125
+  --allow-host HOST[:PORT]
+                    let the program reach HOST (port 443 unless given) through
+                    sbx's HTTP proxy (repeatable). HOST is a name, *.DOMAIN
+                    for its subdomains (not DOMAIN itself), or an IP address
+                    ([::1]:8080). HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY
+                    (both cases) and NODE_USE_ENV_PROXY=1 are set; names that
+                    resolve to loopback, private or link-local addresses are
+                    refused unless that address is allowed itself
+  --net MODE        none (default): only the --allow-host destinations, through
+                    the proxy; host: share the host's network. WARNING: with
+                    host the program can reach everything this machine can
+                    (your LAN, local services, cloud metadata): no isolation
   --violations FILE append every denied operation to FILE as a JSON line
                     (time, pid, comm, op, target, errno, tier); denials are
                     also summarized on stderr as "sbx: denied ..." lines
@@ -82,6 +94,8 @@ func cmdRun(args []string, s streams) int {
 		tty               = "auto"
 		policy            = "auto"
 		violations  string
+		allowHosts  listFlag
+		netMode     = "none"
 		help        bool
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "")
@@ -98,6 +112,8 @@ func cmdRun(args []string, s streams) int {
 	fs.StringVar(&tty, "tty", tty, "")
 	fs.StringVar(&policy, "policy", policy, "")
 	fs.StringVar(&violations, "violations", "", "")
+	fs.Var(&allowHosts, "allow-host", "")
+	fs.StringVar(&netMode, "net", netMode, "")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -137,6 +153,18 @@ func cmdRun(args []string, s streams) int {
 	default:
 		return fail(s, fmt.Errorf("run: --tty %q: want auto, always or never", tty))
 	}
+	switch netMode {
+	case "none":
+	case "host":
+		if len(allowHosts) > 0 {
+			return fail(s, errors.New("run: --allow-host needs --net none (with --net host everything is reachable)"))
+		}
+		o.HostNetwork = true
+		fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
+	default:
+		return fail(s, fmt.Errorf("run: --net %q: want none or host", netMode))
+	}
+	o.AllowHosts = allowHosts
 	if o.Policy, err = runner.ParsePolicy(policy); err != nil {
 		return fail(s, fmt.Errorf("run: --policy: %v", err))
 	}

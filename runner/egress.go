@@ -1,0 +1,89 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/sandbox"
+)
+
+// proxyAddr is where the egress proxy listens inside every sandbox. The
+// sandbox's network namespace is its own and empty, so a fixed port never
+// clashes, and it can go into the environment before the sandbox exists.
+// IPv4 on purpose: the shim's network canary expects AF_INET6 TCP sockets
+// to stay denied.
+var proxyAddr = netip.MustParseAddrPort("127.0.0.1:3128")
+
+// proxyEnv is what points the sandbox's programs at the proxy: curl, git,
+// Python, Go (both cases; curl reads only lowercase http_proxy) and Node
+// 22.21+ (NODE_USE_ENV_PROXY).
+func proxyEnv() []string {
+	u := "http://" + proxyAddr.String()
+	var env []string
+	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {
+		env = append(env, k+"="+u, strings.ToLower(k)+"="+u)
+	}
+	const local = "localhost,127.0.0.1,::1"
+	return append(env, "NO_PROXY="+local, "no_proxy="+local, "NODE_USE_ENV_PROXY=1")
+}
+
+// egressProxy is one run's allowlist proxy: listening in the sandbox's
+// network namespace, dialing out from sbx's. It lives in sbx's process, so
+// it dies with sbx.
+type egressProxy struct {
+	p      *egress.Proxy
+	served chan error
+	wall   *netWall
+	cgID   uint64
+}
+
+// startEgress opens the proxy's listener in the sandbox and lets the
+// sandbox reach it through the network wall. Call it after sandbox.Create
+// and before Exec.
+func startEgress(sb *sandbox.Sandbox, wall *netWall, allow egress.Allowlist, rep *reporter) (*egressProxy, error) {
+	ln, err := egress.ListenInNetns("/proc/"+strconv.Itoa(sb.Pid())+"/ns/net", proxyAddr.String())
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	id, err := bpf.CgroupID(sb.CgroupPaths()[""])
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	if err := wall.net.Allow(id, bpf.Policy{Proxy: proxyAddr}); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("egress proxy: open the network wall to %s: %w", proxyAddr, err)
+	}
+	p := &egress.Proxy{
+		Allow:    allow,
+		Resolver: testResolver(),
+		Report: func(d egress.Denial) {
+			rep.add(gate.Violation{
+				Time: time.Now(), Op: "connect", Target: d.Target(),
+				Errno: "EACCES", Tier: "proxy", Reason: d.Reason,
+			})
+		},
+	}
+	e := &egressProxy{p: p, served: make(chan error, 1), wall: wall, cgID: id}
+	go func() { e.served <- p.Serve(ln) }()
+	return e, nil
+}
+
+// close ends every tunnel and removes the run's wall exception.
+func (e *egressProxy) close(log io.Writer) {
+	e.p.Close()
+	if err := <-e.served; err != nil && !errors.Is(err, egress.ErrClosed) {
+		fmt.Fprintf(log, "sbx: warning: egress proxy: %v\n", err)
+	}
+	if err := e.wall.net.Revoke(e.cgID); err != nil {
+		fmt.Fprintf(log, "sbx: warning: egress proxy: %v\n", err)
+	}
+}

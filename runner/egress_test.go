@@ -1,0 +1,80 @@
+package runner
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestHostsResolver(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hosts")
+	hosts := "# test hosts\n127.0.0.1 api.test  Other.test\n::1 api.test\n169.254.169.254 meta.test # comment\nnot-an-address x.test\n10.0.0.1\n"
+	if err := os.WriteFile(path, []byte(hosts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := hostsResolver(path)
+	for _, tc := range []struct {
+		network, host string
+		want          []string // nil: an error
+	}{
+		{"ip", "api.test", []string{"127.0.0.1", "::1"}},
+		{"ip4", "api.test", []string{"127.0.0.1"}},
+		{"ip6", "api.test", []string{"::1"}},
+		{"ip", "API.TEST.", []string{"127.0.0.1", "::1"}},
+		{"ip", "other.test", []string{"127.0.0.1"}},
+		{"ip", "meta.test", []string{"169.254.169.254"}},
+		{"ip6", "meta.test", nil},
+		{"ip", "x.test", nil},
+		{"ip", "comment", nil},
+		{"ip", "missing.test", nil},
+	} {
+		got, err := r.LookupNetIP(context.Background(), tc.network, tc.host)
+		if tc.want == nil {
+			if err == nil {
+				t.Errorf("%s %s = %v, want an error", tc.network, tc.host, got)
+			}
+			continue
+		}
+		var want []netip.Addr
+		for _, a := range tc.want {
+			want = append(want, netip.MustParseAddr(a))
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s %s = %v, %v; want %v", tc.network, tc.host, got, err, want)
+		}
+	}
+	if _, err := hostsResolver(filepath.Join(t.TempDir(), "none")).LookupNetIP(context.Background(), "ip", "a.test"); err == nil {
+		t.Errorf("missing hosts file: want an error")
+	}
+}
+
+// TestProxyEnv: every variable curl, git, Python, Go and Node read, in both
+// cases where they differ, pointing at the proxy; loopback bypasses it.
+func TestProxyEnv(t *testing.T) {
+	env := map[string]string{}
+	for _, kv := range proxyEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	u := "http://" + proxyAddr.String()
+	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"} {
+		if env[k] != u {
+			t.Errorf("%s = %q, want %q", k, env[k], u)
+		}
+	}
+	for _, k := range []string{"NO_PROXY", "no_proxy"} {
+		if env[k] != "localhost,127.0.0.1,::1" {
+			t.Errorf("%s = %q", k, env[k])
+		}
+	}
+	if env["NODE_USE_ENV_PROXY"] != "1" {
+		t.Errorf("NODE_USE_ENV_PROXY = %q, want 1", env["NODE_USE_ENV_PROXY"])
+	}
+	if len(env) != 9 {
+		t.Errorf("proxyEnv has %d variables, want 9: %v", len(env), env)
+	}
+}
