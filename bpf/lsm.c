@@ -83,6 +83,10 @@ enum sbx_sandbox_flag {
 	 * (and send on them) to exactly proxy_addr:proxy_port: sbx's egress
 	 * proxy, as the cgroup wall's SBX_NET_ALLOW_PROXY. */
 	SBX_SANDBOX_ALLOW_PROXY = 1,
+	/* The run shares the host's network (sbx run --net host): the socket
+	 * hooks allow every family and address, as the cgroup wall's
+	 * SBX_NET_ALLOW_ALL. */
+	SBX_SANDBOX_ALLOW_NET = 2,
 };
 
 /* Value of sbx_lsm_sandboxes. */
@@ -681,35 +685,47 @@ int BPF_PROG(sbx_sb_pivotroot, const struct path *old_path, const struct path *n
 	return -EPERM;
 }
 
-/* current_proxy returns the run's proxy exception, NULL when the current
- * task is in no sandbox or its run has none; *sandboxed tells which. */
-static __always_inline struct sbx_sandbox *current_proxy(bool *sandboxed)
+/* What current_net found for the current task. */
+enum sbx_net_verdict {
+	SBX_NET_FREE,    /* in no sandbox, or its run shares the host network */
+	SBX_NET_WALLED,  /* sandboxed, no exception */
+	SBX_NET_PROXIED, /* sandboxed, its run may reach the proxy in *px */
+};
+
+/* current_net looks up the current task's run and copies its entry to *px
+ * (by value: a pointer chosen by a condition can compile to a masked
+ * select that the verifier refuses on map values). */
+static __always_inline enum sbx_net_verdict current_net(struct sbx_sandbox *px)
 {
 	struct sbx_sandbox *sb;
 	__u64 id = 0;
 
 	sb = sbx_lookup_run(&sbx_lsm_sandboxes, &id);
-	*sandboxed = sb != NULL;
-	if (!sb || !(sb->flags & SBX_SANDBOX_ALLOW_PROXY))
-		return NULL;
-	return sb;
+	if (!sb)
+		return SBX_NET_FREE;
+	__builtin_memcpy(px, sb, sizeof(*px));
+	if (px->flags & SBX_SANDBOX_ALLOW_NET)
+		return SBX_NET_FREE;
+	if (px->flags & SBX_SANDBOX_ALLOW_PROXY)
+		return SBX_NET_PROXIED;
+	return SBX_NET_WALLED;
 }
 
 SEC("lsm/socket_create")
 int BPF_PROG(sbx_socket_create, int family, int type, int protocol, int kern, int ret)
 {
-	struct sbx_sandbox *px;
+	struct sbx_sandbox px = {};
+	enum sbx_net_verdict v;
 	struct sbx_event *e;
-	bool sandboxed;
 
 	if (ret)
 		return ret;
 	if (kern || family == AF_UNIX)
 		return 0;
-	px = current_proxy(&sandboxed);
-	if (!sandboxed)
+	v = current_net(&px);
+	if (v == SBX_NET_FREE)
 		return 0;
-	if (px && family == px->proxy_family && type == SOCK_STREAM &&
+	if (v == SBX_NET_PROXIED && family == px.proxy_family && type == SOCK_STREAM &&
 	    (protocol == 0 || protocol == IPPROTO_TCP))
 		return 0;
 	e = sbx_event_reserve(SBX_OP_SOCKET_CREATE, EPERM);
@@ -743,12 +759,22 @@ static __always_inline void fill_addr(struct sbx_event *e, struct sockaddr *addr
 	}
 }
 
+/* same_addr16 compares two 16-byte addresses as words (no indexed loop
+ * into the map value, which the verifier would reject). */
+static __always_inline bool same_addr16(const __u8 *map_addr, const __u8 *a)
+{
+	__u32 want[4], got[4];
+
+	__builtin_memcpy(want, map_addr, 16);
+	__builtin_memcpy(got, a, 16);
+	return want[0] == got[0] && want[1] == got[1] && want[2] == got[2] && want[3] == got[3];
+}
+
 /* is_proxy reports whether addr is exactly the proxy endpoint of px. */
 static __always_inline bool is_proxy(struct sbx_sandbox *px, struct sockaddr *addr)
 {
 	__u8 a[16] = {};
 	__u16 fam, port;
-	int i;
 
 	fam = BPF_CORE_READ(addr, sa_family);
 	if (fam != px->proxy_family)
@@ -768,10 +794,7 @@ static __always_inline bool is_proxy(struct sbx_sandbox *px, struct sockaddr *ad
 	}
 	if (port != px->proxy_port)
 		return false;
-	for (i = 0; i < 16; i++)
-		if (a[i] != px->proxy_addr[i])
-			return false;
-	return true;
+	return same_addr16(px->proxy_addr, a);
 }
 
 /* peer_is_proxy reports whether sock is connected to exactly the proxy
@@ -780,7 +803,6 @@ static __always_inline bool peer_is_proxy(struct sbx_sandbox *px, struct socket 
 {
 	struct sock *sk = BPF_CORE_READ(sock, sk);
 	__u8 a[16] = {};
-	int i;
 
 	if (bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)) != px->proxy_port)
 		return false;
@@ -791,10 +813,7 @@ static __always_inline bool peer_is_proxy(struct sbx_sandbox *px, struct socket 
 	} else {
 		BPF_CORE_READ_INTO(&a, sk, __sk_common.skc_v6_daddr);
 	}
-	for (i = 0; i < 16; i++)
-		if (a[i] != px->proxy_addr[i])
-			return false;
-	return true;
+	return same_addr16(px->proxy_addr, a);
 }
 
 /* deny_sock is the verdict on using sock (connect, bind, send) with addr:
@@ -805,17 +824,18 @@ static __always_inline int deny_sock(struct socket *sock, struct sockaddr *addr,
 				     __u32 op6, bool binding)
 {
 	__u16 fam = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
-	struct sbx_sandbox *px;
+	struct sbx_sandbox px = {};
+	enum sbx_net_verdict v;
 	struct sbx_event *e;
-	bool sandboxed;
 
 	if (fam == AF_UNIX)
 		return 0;
-	px = current_proxy(&sandboxed);
-	if (!sandboxed)
+	v = current_net(&px);
+	if (v == SBX_NET_FREE)
 		return 0;
-	if (px && !binding && fam == px->proxy_family && BPF_CORE_READ(sock, type) == SOCK_STREAM &&
-	    (addr ? is_proxy(px, addr) : peer_is_proxy(px, sock)))
+	if (v == SBX_NET_PROXIED && !binding && fam == px.proxy_family &&
+	    BPF_CORE_READ(sock, type) == SOCK_STREAM &&
+	    (addr ? is_proxy(&px, addr) : peer_is_proxy(&px, sock)))
 		return 0;
 	e = sbx_event_reserve(fam == AF_INET6 ? op6 : op4, EPERM);
 	if (e) {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -376,32 +375,38 @@ func (l *LSM) AddSandbox(cgroupID uint64, policy FilePolicy) error {
 	return nil
 }
 
-// AllowProxy lets the sandbox registered as cgroupID (by [LSM.AddSandbox])
-// reach sbx's egress proxy at proxy: create TCP sockets of its family,
-// connect them to exactly that address and port, and send on sockets
-// connected there. Every other socket use stays refused, as on the cgroup
-// wall with [Policy].Proxy. Call it before the run's first task starts.
-func (l *LSM) AllowProxy(cgroupID uint64, proxy netip.AddrPort) error {
-	a := proxy.Addr()
-	if !proxy.IsValid() || a.Is4In6() || a.Zone() != "" || a.IsUnspecified() || proxy.Port() == 0 {
-		return fmt.Errorf("allow proxy %s: want a plain IPv4 or IPv6 address and a port", proxy)
+// AllowNet grants the sandbox registered as cgroupID (by [LSM.AddSandbox])
+// the socket exceptions in p, as [Net.Allow] does on the cgroup wall. With
+// p.Proxy, its tasks may create TCP sockets of the proxy's family, connect
+// them to exactly that address and port, and send on sockets connected
+// there; every other socket use stays refused. With p.HostNetwork, the
+// socket hooks allow everything (the run shares the host's network). Call
+// it before the run's first task starts.
+func (l *LSM) AllowNet(cgroupID uint64, p Policy) error {
+	var v lsmSbxSandbox
+	if p.Proxy.IsValid() {
+		a := p.Proxy.Addr()
+		if a.Is4In6() || a.Zone() != "" || a.IsUnspecified() || p.Proxy.Port() == 0 {
+			return fmt.Errorf("allow proxy %s: want a plain IPv4 or IPv6 address and a port", p.Proxy)
+		}
+		v.Flags |= uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_PROXY)
+		v.ProxyFamily = afInet
+		if a.Is6() {
+			v.ProxyFamily = afInet6
+		}
+		copy(v.ProxyAddr[:], a.AsSlice())
+		v.ProxyPort = p.Proxy.Port()
 	}
-	v := lsmSbxSandbox{
-		Flags:       uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_PROXY),
-		ProxyFamily: afInet,
-		ProxyPort:   proxy.Port(),
+	if p.HostNetwork {
+		v.Flags |= uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_NET)
 	}
-	if a.Is6() {
-		v.ProxyFamily = afInet6
-	}
-	copy(v.ProxyAddr[:], a.AsSlice())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.added[cgroupID]; !ok {
-		return fmt.Errorf("allow proxy %s: sandbox %d is not registered", proxy, cgroupID)
+		return fmt.Errorf("allow network for sandbox %d: not registered", cgroupID)
 	}
 	if err := l.maps[lsmMapSbxLsmSandboxes].Update(cgroupID, &v, ebpf.UpdateExist); err != nil {
-		return fmt.Errorf("allow proxy %s for sandbox %d: %w", proxy, cgroupID, err)
+		return fmt.Errorf("allow network for sandbox %d: %w", cgroupID, err)
 	}
 	return nil
 }

@@ -59,6 +59,7 @@ type lsmSbxSandboxFlag uint32
 
 const (
 	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_PROXY lsmSbxSandboxFlag = 1
+	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_NET   lsmSbxSandboxFlag = 2
 )
 
 type lsmSbxSelftest struct {

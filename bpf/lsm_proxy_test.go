@@ -57,10 +57,10 @@ func connectedTCP(t *testing.T, port int) []*os.File {
 	return []*os.File{f}
 }
 
-// TestLSMProxy: with AllowProxy, a sandboxed task reaches exactly the
+// TestLSMProxy: with AllowNet and a proxy, a sandboxed task reaches exactly the
 // proxy endpoint over TCP; any other port, UDP, a bind, and a leaked-in
 // socket connected elsewhere stay refused. Before AllowProxy the same
-// connect to the proxy is refused, and outside the sandbox every one of
+// connect to the proxy is refused; with HostNetwork everything works; outside the sandbox every one of
 // them works (the controls).
 func TestLSMProxy(t *testing.T) {
 	e := newLSMEnv(t)
@@ -68,7 +68,7 @@ func TestLSMProxy(t *testing.T) {
 	ps, op := strconv.Itoa(proxy), strconv.Itoa(other)
 
 	if got, _ := lsmHelper(t, e.cgroup, nil, "tcp", ps); got != "socket: EPERM" {
-		t.Fatalf("before AllowProxy: tcp to the proxy = %q, want socket: EPERM", got)
+		t.Fatalf("before AllowNet: tcp to the proxy = %q, want socket: EPERM", got)
 	}
 	for _, args := range [][]string{{"tcp", ps}, {"tcp", op}, {"socket", "2", "2"}} {
 		if got, _ := lsmHelper(t, "", nil, args...); got != "ok" {
@@ -79,8 +79,8 @@ func TestLSMProxy(t *testing.T) {
 		t.Fatalf("control outside the sandbox: send on a connected socket = %q, want ok", got)
 	}
 
-	if err := e.lsm.AllowProxy(e.id, netip.MustParseAddrPort("127.0.0.1:"+ps)); err != nil {
-		t.Fatalf("AllowProxy: %v", err)
+	if err := e.lsm.AllowNet(e.id, Policy{Proxy: netip.MustParseAddrPort("127.0.0.1:" + ps)}); err != nil {
+		t.Fatalf("AllowNet: %v", err)
 	}
 	for _, c := range []struct {
 		name  string
@@ -105,8 +105,18 @@ func TestLSMProxy(t *testing.T) {
 			}
 		})
 	}
-	if err := e.lsm.AllowProxy(12345, netip.MustParseAddrPort("127.0.0.1:"+ps)); err == nil {
-		t.Errorf("AllowProxy of an unregistered sandbox: want an error")
+	if err := e.lsm.AllowNet(12345, Policy{Proxy: netip.MustParseAddrPort("127.0.0.1:" + ps)}); err == nil {
+		t.Errorf("AllowNet of an unregistered sandbox: want an error")
+	}
+
+	// The host network: everything goes.
+	if err := e.lsm.AllowNet(e.id, Policy{HostNetwork: true}); err != nil {
+		t.Fatalf("AllowNet host network: %v", err)
+	}
+	for _, args := range [][]string{{"tcp", op}, {"socket", "2", "2"}, {"socket", "10", "1"}} {
+		if got, _ := lsmHelper(t, e.cgroup, nil, args...); got != "ok" {
+			t.Errorf("with the host network: %v = %q, want ok", args, got)
+		}
 	}
 }
 

@@ -15,12 +15,16 @@
  *  - the address hooks are attached to the cgroup2 root. The kernel runs
  *    them by the cgroup of the *socket*, so attached at the parent they would
  *    miss a socket created outside and passed in; at the root they see every
- *    socket and decide by the cgroup of the *calling task*
- *    (bpf_current_task_under_cgroup on sbx_net_parent). Host tasks pay one
- *    helper call per connect/bind/addressed sendmsg.
+ *    socket and decide by the cgroup of the *calling task*: sandboxed when
+ *    one of its cgroup2 ancestors is the parent (sbx_parent_id, set at
+ *    load; bpf_get_current_ancestor_cgroup_id, which sock_addr programs have
+ *    since Linux 5.7, unlike bpf_current_task_under_cgroup). Host tasks pay
+ *    one helper call per level of their cgroup per connect/bind/addressed
+ *    sendmsg.
  *
- * sbx_net_sandboxes only grants exceptions (the egress proxy endpoint); a run
- * without an entry is denied everything. Every denial is reported through
+ * sbx_net_sandboxes only grants exceptions (the egress proxy endpoint, or
+ * everything for a run that shares the host network); a run without an
+ * entry is denied everything. Every denial is reported through
  * the run's ring buffer (events.h). All helpers used here are allowed for
  * BPF_PROG_TYPE_CGROUP_SOCK and _SOCK_ADDR, so every event field applies.
  */
@@ -46,6 +50,9 @@ enum sbx_net_flag {
 	/* Allow TCP sockets of proxy_family and connects to exactly
 	 * proxy_addr:proxy_port. */
 	SBX_NET_ALLOW_PROXY = 1,
+	/* Allow every inet socket and address: the run shares the host's
+	 * network (sbx run --net host), the wall does not apply. */
+	SBX_NET_ALLOW_ALL = 2,
 };
 
 /* Per-run exceptions, keyed by the run's cgroup id. */
@@ -65,13 +72,9 @@ struct {
 	__type(value, struct sbx_net_policy);
 } sbx_net_sandboxes SEC(".maps");
 
-/* [0]: the parent cgroup; tasks under it are sandboxed. */
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} sbx_net_parent SEC(".maps");
+/* The cgroup2 id of the parent cgroup, set by the loader: tasks under it
+ * are sandboxed. */
+volatile const __u64 sbx_parent_id = 0;
 
 /* Anchors that make clang emit BTF for the types Go generates (bpf2go
  * -type); never referenced by a program, so never loaded. */
@@ -81,21 +84,39 @@ const enum sbx_net_flag *sbx_net_flag_btf __attribute__((unused));
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* sbx_sandboxed reports whether the calling task is under the parent
- * cgroup. An error (empty slot: sbx_net_parent is filled before attaching,
- * so only a tampered map) counts as "not sandboxed": these programs see the
- * whole host, and the parent's sock_create program still holds. */
-static __always_inline int sbx_sandboxed(void)
-{
-	return bpf_current_task_under_cgroup(&sbx_net_parent, 0) == 1;
-}
-
 static __always_inline struct sbx_net_policy *sbx_policy(void)
 {
 	__u64 id;
 
 	return sbx_lookup_run(&sbx_net_sandboxes, &id);
 }
+
+/* sbx_sandboxed reports whether the calling task is under the parent
+ * cgroup: one of its ancestors (level 1 down to its own cgroup) is it. */
+static __always_inline int sbx_sandboxed(void)
+{
+	int level;
+
+	for (level = 1; level < SBX_MAX_CGROUP_LEVEL; level++) {
+		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
+
+		if (!id)
+			return 0;
+		if (id == sbx_parent_id)
+			return 1;
+	}
+	return 0;
+}
+
+/* sbx_allow_all reports whether the calling task's run shares the host
+ * network (SBX_NET_ALLOW_ALL). */
+static __always_inline int sbx_allow_all(void)
+{
+	struct sbx_net_policy *p = sbx_policy();
+
+	return p && (p->flags & SBX_NET_ALLOW_ALL);
+}
+
 
 SEC("cgroup/sock_create")
 int sbx_sock_create(struct bpf_sock *sk)
@@ -107,6 +128,8 @@ int sbx_sock_create(struct bpf_sock *sk)
 	if (family == AF_UNIX) /* not called for it today; stay correct if it is */
 		return SBX_ALLOW;
 	p = sbx_policy();
+	if (p && (p->flags & SBX_NET_ALLOW_ALL))
+		return SBX_ALLOW;
 	if (p && (p->flags & SBX_NET_ALLOW_PROXY) && family == p->proxy_family &&
 	    type == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP))
 		return SBX_ALLOW;
@@ -171,7 +194,7 @@ static __always_inline int sbx_is_proxy(struct bpf_sock_addr *ctx, __u32 family)
 SEC("cgroup/connect4")
 int sbx_connect4(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed() || sbx_is_proxy(ctx, AF_INET))
+	if (!sbx_sandboxed() || sbx_is_proxy(ctx, AF_INET) || sbx_allow_all())
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_CONNECT4, AF_INET);
 }
@@ -179,7 +202,7 @@ int sbx_connect4(struct bpf_sock_addr *ctx)
 SEC("cgroup/connect6")
 int sbx_connect6(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed() || sbx_is_proxy(ctx, AF_INET6))
+	if (!sbx_sandboxed() || sbx_is_proxy(ctx, AF_INET6) || sbx_allow_all())
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_CONNECT6, AF_INET6);
 }
@@ -187,7 +210,7 @@ int sbx_connect6(struct bpf_sock_addr *ctx)
 SEC("cgroup/sendmsg4")
 int sbx_sendmsg4(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed())
+	if (!sbx_sandboxed() || sbx_allow_all())
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_SENDMSG4, AF_INET);
 }
@@ -195,7 +218,7 @@ int sbx_sendmsg4(struct bpf_sock_addr *ctx)
 SEC("cgroup/sendmsg6")
 int sbx_sendmsg6(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed())
+	if (!sbx_sandboxed() || sbx_allow_all())
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_SENDMSG6, AF_INET6);
 }
@@ -203,7 +226,7 @@ int sbx_sendmsg6(struct bpf_sock_addr *ctx)
 SEC("cgroup/bind4")
 int sbx_bind4(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed())
+	if (!sbx_sandboxed() || sbx_allow_all())
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_BIND4, AF_INET);
 }
@@ -211,7 +234,7 @@ int sbx_bind4(struct bpf_sock_addr *ctx)
 SEC("cgroup/bind6")
 int sbx_bind6(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed())
+	if (!sbx_sandboxed() || sbx_allow_all())
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_BIND6, AF_INET6);
 }

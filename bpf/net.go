@@ -60,7 +60,7 @@ var netProgs = []netProg{
 }
 
 // netPinnedMaps are the maps Go uses after loading; they are pinned so that a
-// warm open finds them. sbx_net_parent is only used by the programs.
+// warm open finds them.
 var netPinnedMaps = []string{netMapSbxNetSandboxes, netMapSbxEvents, netMapSbxDrops, netMapSbxUnrouted}
 
 // netVersion names the pin directory of this build's programs: a hash of
@@ -268,6 +268,9 @@ func (n *Net) load() (err error) {
 	if err != nil {
 		return err
 	}
+	if err := spec.Variables[netVarSbxParentId].Set(n.parentID); err != nil {
+		return fmt.Errorf("set parent cgroup: %w", err)
+	}
 	var objs struct {
 		netPrograms
 		netMaps
@@ -303,22 +306,11 @@ func (n *Net) load() (err error) {
 		for _, p := range progs {
 			p.Close()
 		}
-		objs.SbxNetParent.Close()
 		if err != nil {
 			n.closeAll()
 			_ = removePinDir(n.dir)
 		}
 	}()
-
-	parent, err := os.Open(n.parent)
-	if err != nil {
-		return fmt.Errorf("open parent cgroup: %w", err)
-	}
-	err = objs.SbxNetParent.Put(uint32(0), uint32(parent.Fd()))
-	parent.Close()
-	if err != nil {
-		return fmt.Errorf("set parent cgroup: %w", err)
-	}
 
 	if err := os.Mkdir(n.dir, 0o700); err != nil {
 		return fmt.Errorf("create pin dir: %w", err)
@@ -389,6 +381,10 @@ type Policy struct {
 	// tasks may create TCP sockets of the proxy's family and connect them to
 	// exactly this address and port. Everything else stays denied.
 	Proxy netip.AddrPort
+	// HostNetwork lifts the wall for the run: every inet socket, connect,
+	// send and bind is allowed (a run that shares the host's network, with
+	// no isolation to protect). Proxy is then moot.
+	HostNetwork bool
 }
 
 // Allow grants the run whose cgroup id is cgroupID the exceptions in p,
@@ -407,6 +403,9 @@ func (n *Net) Allow(cgroupID uint64, p Policy) error {
 		}
 		copy(v.ProxyAddr[:], a.AsSlice())
 		v.ProxyPort = p.Proxy.Port()
+	}
+	if p.HostNetwork {
+		v.Flags |= uint32(netSbxNetFlagSBX_NET_ALLOW_ALL)
 	}
 	if err := n.maps[netMapSbxNetSandboxes].Put(cgroupID, &v); err != nil {
 		return fmt.Errorf("allow run %d: %w", cgroupID, err)

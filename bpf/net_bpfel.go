@@ -35,6 +35,7 @@ type netSbxNetFlag uint32
 
 const (
 	netSbxNetFlagSBX_NET_ALLOW_PROXY netSbxNetFlag = 1
+	netSbxNetFlagSBX_NET_ALLOW_ALL   netSbxNetFlag = 2
 )
 
 type netSbxNetPolicy struct {
@@ -86,7 +87,6 @@ type netSbxRun struct {
 const (
 	netMapSbxDrops        = "sbx_drops"
 	netMapSbxEvents       = "sbx_events"
-	netMapSbxNetParent    = "sbx_net_parent"
 	netMapSbxNetSandboxes = "sbx_net_sandboxes"
 	netMapSbxUnrouted     = "sbx_unrouted"
 	netProgSbxBind4       = "sbx_bind4"
@@ -99,6 +99,7 @@ const (
 	netVarSbxEventBtf     = "sbx_event_btf"
 	netVarSbxNetFlagBtf   = "sbx_net_flag_btf"
 	netVarSbxOpBtf        = "sbx_op_btf"
+	netVarSbxParentId     = "sbx_parent_id"
 	netVarSbxRunBtf       = "sbx_run_btf"
 )
 
@@ -159,7 +160,6 @@ type netProgramSpecs struct {
 type netMapSpecs struct {
 	SbxDrops        *ebpf.MapSpec `ebpf:"sbx_drops"`
 	SbxEvents       *ebpf.MapSpec `ebpf:"sbx_events"`
-	SbxNetParent    *ebpf.MapSpec `ebpf:"sbx_net_parent"`
 	SbxNetSandboxes *ebpf.MapSpec `ebpf:"sbx_net_sandboxes"`
 	SbxUnrouted     *ebpf.MapSpec `ebpf:"sbx_unrouted"`
 }
@@ -171,6 +171,7 @@ type netVariableSpecs struct {
 	SbxEventBtf   *ebpf.VariableSpec `ebpf:"sbx_event_btf"`
 	SbxNetFlagBtf *ebpf.VariableSpec `ebpf:"sbx_net_flag_btf"`
 	SbxOpBtf      *ebpf.VariableSpec `ebpf:"sbx_op_btf"`
+	SbxParentId   *ebpf.VariableSpec `ebpf:"sbx_parent_id"`
 	SbxRunBtf     *ebpf.VariableSpec `ebpf:"sbx_run_btf"`
 }
 
@@ -196,7 +197,6 @@ func (o *netObjects) Close() error {
 type netMaps struct {
 	SbxDrops        *ebpf.Map `ebpf:"sbx_drops"`
 	SbxEvents       *ebpf.Map `ebpf:"sbx_events"`
-	SbxNetParent    *ebpf.Map `ebpf:"sbx_net_parent"`
 	SbxNetSandboxes *ebpf.Map `ebpf:"sbx_net_sandboxes"`
 	SbxUnrouted     *ebpf.Map `ebpf:"sbx_unrouted"`
 }
@@ -205,7 +205,6 @@ func (m *netMaps) Close() error {
 	return _NetClose(
 		m.SbxDrops,
 		m.SbxEvents,
-		m.SbxNetParent,
 		m.SbxNetSandboxes,
 		m.SbxUnrouted,
 	)
@@ -218,6 +217,7 @@ type netVariables struct {
 	SbxEventBtf   *ebpf.Variable `ebpf:"sbx_event_btf"`
 	SbxNetFlagBtf *ebpf.Variable `ebpf:"sbx_net_flag_btf"`
 	SbxOpBtf      *ebpf.Variable `ebpf:"sbx_op_btf"`
+	SbxParentId   *ebpf.Variable `ebpf:"sbx_parent_id"`
 	SbxRunBtf     *ebpf.Variable `ebpf:"sbx_run_btf"`
 }
 

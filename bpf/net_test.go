@@ -222,6 +222,46 @@ func TestNetProxyPolicy(t *testing.T) {
 	}
 }
 
+// TestNetHostNetworkPolicy: a run allowed the host network may create
+// every inet socket and connect, send and bind anywhere; a sibling run
+// under the same parent stays walled in, and Revoke walls the run again.
+func TestNetHostNetworkPolicy(t *testing.T) {
+	env := newNetEnv(t)
+	tcp := listenTCP(t, "tcp4", "127.0.0.1:0").Addr().(*net.TCPAddr).AddrPort()
+	tcp6 := listenTCP(t, "tcp6", "[::1]:0").Addr().(*net.TCPAddr).AddrPort()
+	udp := listenUDP(t, "udp4", "127.0.0.1:0").LocalAddr().(*net.UDPAddr).AddrPort()
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"tcp socket", []string{"socket", itoa(unix.AF_INET), itoa(unix.SOCK_STREAM), "0"}},
+		{"udp6 socket", []string{"socket", itoa(unix.AF_INET6), itoa(unix.SOCK_DGRAM), "0"}},
+		{"connect tcp4", []string{"dial", tcp.String()}},
+		{"connect tcp6", []string{"dial", tcp6.String()}},
+		{"udp sendto", []string{"udpsend", udp.String()}},
+	}
+	if err := env.net.Allow(env.runID, Policy{HostNetwork: true}); err != nil {
+		t.Fatal(err)
+	}
+	sibling := newCgroupDir(t, filepath.Join(env.parent, "run2"))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if in, _ := helper(t, env.run, nil, tc.args...); in != "ok" {
+				t.Errorf("run with the host network: got %s, want ok", in)
+			}
+			if in, _ := helper(t, sibling, nil, tc.args...); in != "EPERM" {
+				t.Errorf("sibling run without policy: got %s, want EPERM", in)
+			}
+		})
+	}
+	if err := env.net.Revoke(env.runID); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := helper(t, env.run, nil, cases[2].args...); in != "EPERM" {
+		t.Errorf("after Revoke, connect: got %s, want EPERM", in)
+	}
+}
+
 func TestNetCanary(t *testing.T) {
 	env := newNetEnv(t)
 	r, err := env.net.Events(env.runID)

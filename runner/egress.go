@@ -41,26 +41,15 @@ func proxyEnv() []string {
 type egressProxy struct {
 	p      *egress.Proxy
 	served chan error
-	wall   *netWall
-	cgID   uint64
 }
 
-// startEgress opens the proxy's listener in the sandbox and lets the
-// sandbox reach it through the network wall. Call it after sandbox.Create
-// and before Exec.
-func startEgress(sb *sandbox.Sandbox, wall *netWall, allow egress.Allowlist, rep *reporter) (*egressProxy, error) {
+// startEgress opens the proxy's listener in the sandbox's network
+// namespace and serves it. The network wall's exception for the endpoint
+// (netPolicy) is the caller's. Call it after sandbox.Create and before Exec.
+func startEgress(sb *sandbox.Sandbox, allow egress.Allowlist, rep *reporter) (*egressProxy, error) {
 	ln, err := egress.ListenInNetns("/proc/"+strconv.Itoa(sb.Pid())+"/ns/net", proxyAddr.String())
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
-	}
-	id, err := bpf.CgroupID(sb.CgroupPaths()[""])
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("egress proxy: %w", err)
-	}
-	if err := wall.net.Allow(id, bpf.Policy{Proxy: proxyAddr}); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("egress proxy: open the network wall to %s: %w", proxyAddr, err)
 	}
 	p := &egress.Proxy{
 		Allow:    allow,
@@ -72,18 +61,27 @@ func startEgress(sb *sandbox.Sandbox, wall *netWall, allow egress.Allowlist, rep
 			})
 		},
 	}
-	e := &egressProxy{p: p, served: make(chan error, 1), wall: wall, cgID: id}
+	e := &egressProxy{p: p, served: make(chan error, 1)}
 	go func() { e.served <- p.Serve(ln) }()
 	return e, nil
 }
 
-// close ends every tunnel and removes the run's wall exception.
+// close ends every tunnel and connection.
 func (e *egressProxy) close(log io.Writer) {
 	e.p.Close()
 	if err := <-e.served; err != nil && !errors.Is(err, egress.ErrClosed) {
 		fmt.Fprintf(log, "sbx: warning: egress proxy: %v\n", err)
 	}
-	if err := e.wall.net.Revoke(e.cgID); err != nil {
-		fmt.Fprintf(log, "sbx: warning: egress proxy: %v\n", err)
+}
+
+// netPolicy is the run's exception to the network walls: the host network
+// (--net host), the egress proxy's endpoint (--allow-host), or none.
+func (o *Options) netPolicy() bpf.Policy {
+	switch {
+	case o.HostNetwork:
+		return bpf.Policy{HostNetwork: true}
+	case len(o.allow) > 0:
+		return bpf.Policy{Proxy: proxyAddr}
 	}
+	return bpf.Policy{}
 }

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"net/netip"
 	"path/filepath"
 	"strconv"
 
@@ -56,10 +55,9 @@ func lsmPolicy(spec *sandbox.Spec, pid1 int) bpf.FilePolicy {
 	return p
 }
 
-// add registers the sandbox (cgroup2 dir dir, PID 1 pid1) with its policy
-// and, if valid, the egress proxy its tasks may reach; from then on its
-// tasks are confined.
-func (t *lsmTier) add(spec *sandbox.Spec, dir string, pid1 int, proxy netip.AddrPort) error {
+// add registers the sandbox (cgroup2 dir dir, PID 1 pid1) with its file
+// policy and its network exceptions; from then on its tasks are confined.
+func (t *lsmTier) add(spec *sandbox.Spec, dir string, pid1 int, net bpf.Policy) error {
 	id, err := bpf.CgroupID(dir)
 	if err != nil {
 		return fmt.Errorf("file tier (BPF LSM): %w", err)
@@ -68,8 +66,8 @@ func (t *lsmTier) add(spec *sandbox.Spec, dir string, pid1 int, proxy netip.Addr
 		return fmt.Errorf("file tier (BPF LSM): %w", err)
 	}
 	t.cgID, t.added = id, true
-	if proxy.IsValid() {
-		if err := t.lsm.AllowProxy(id, proxy); err != nil {
+	if net != (bpf.Policy{}) {
+		if err := t.lsm.AllowNet(id, net); err != nil {
 			return fmt.Errorf("file tier (BPF LSM): %w", err)
 		}
 	}

@@ -13,9 +13,10 @@ import (
 // once and pinned, attached to the parent cgroup every sandbox is created
 // under, so that a sandbox is walled in from its first instruction.
 type netWall struct {
-	net    *bpf.Net
-	events *bpf.EventReader
-	done   chan struct{}
+	net     *bpf.Net
+	events  *bpf.EventReader
+	done    chan struct{}
+	allowed uint64 // cgroup id granted exceptions by allow, revoked by close
 }
 
 // openNetWall loads (or reuses) the wall for the sandbox parent cgroup.
@@ -54,9 +55,28 @@ func (w *netWall) watch(dir string, rep *reporter) error {
 	return nil
 }
 
-// close drains the denials still queued and releases the wall (the pinned
-// programs stay attached for the next run).
+// allow grants the sandbox whose cgroup2 dir is dir the exceptions in p
+// (the egress proxy's endpoint, or the host network); close revokes them.
+func (w *netWall) allow(dir string, p bpf.Policy) error {
+	id, err := bpf.CgroupID(dir)
+	if err != nil {
+		return fmt.Errorf("network wall: %w", err)
+	}
+	if err := w.net.Allow(id, p); err != nil {
+		return fmt.Errorf("network wall: %w", err)
+	}
+	w.allowed = id
+	return nil
+}
+
+// close drains the denials still queued, revokes the run's exceptions and
+// releases the wall (the pinned programs stay attached for the next run).
 func (w *netWall) close() {
+	if w.allowed != 0 {
+		// The run's cgroup is gone by now; a failure only leaves a
+		// stale entry that no task can match (ids are not reused).
+		_ = w.net.Revoke(w.allowed)
+	}
 	if w.events != nil {
 		drain(w.events, w.done)
 		w.events.Close()

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
@@ -129,7 +129,8 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		}
 		defer lsm.close()
 	}
-	spec.Shim.NetCanary = true
+	// With the host network there is no wall to prove.
+	spec.Shim.NetCanary = !o.HostNetwork
 	if len(o.allow) > 0 {
 		spec.ProxyPort = proxyAddr.Port()
 	}
@@ -158,21 +159,23 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if err := wall.watch(sb.CgroupPaths()[""], rep); err != nil {
 		return res, err
 	}
+	netPolicy := o.netPolicy()
+	if netPolicy != (bpf.Policy{}) {
+		if err := wall.allow(sb.CgroupPaths()[""], netPolicy); err != nil {
+			return res, err
+		}
+	}
 	if len(o.allow) > 0 {
 		// Closed before the sandbox is destroyed and before rep.finish,
 		// so every denial is reported.
-		px, err := startEgress(sb, wall, o.allow, rep)
+		px, err := startEgress(sb, o.allow, rep)
 		if err != nil {
 			return res, err
 		}
 		defer px.close(o.Log)
 	}
 	if lsm != nil {
-		var proxy netip.AddrPort
-		if len(o.allow) > 0 {
-			proxy = proxyAddr
-		}
-		if err := lsm.add(spec, sb.CgroupPaths()[""], sb.Pid(), proxy); err != nil {
+		if err := lsm.add(spec, sb.CgroupPaths()[""], sb.Pid(), netPolicy); err != nil {
 			return res, err
 		}
 	}
@@ -302,9 +305,6 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		return nil, nop, err
 	}
 	o.who = who
-	if o.HostNetwork {
-		return nil, nop, errors.New("--net host: not supported yet (needs a host-network sandbox and an allow-all network wall policy)")
-	}
 	cwd, err := filepath.EvalSymlinks(o.Cwd)
 	if err != nil {
 		return nil, nop, fmt.Errorf("working directory %s: %w", o.Cwd, err)
@@ -385,6 +385,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		// only root may read, as file modes hide them from everyone else.
 		spec.Masked = sandbox.RootOnly("/etc")
 	}
+	spec.HostNetwork = o.HostNetwork
 	spec.Landlock = t.landlock
 	o.tiers = t
 	if err := spec.Validate(); err != nil {

@@ -181,6 +181,10 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 			{Type: unix.RLIMIT_CORE, Hard: 0, Soft: 0},
 		},
 	}
+	if s.HostNetwork {
+		cfg.Namespaces.Remove(configs.NEWNET)
+		cfg.Networks = nil
+	}
 	return cfg, nil
 }
 

@@ -32,6 +32,9 @@ type FilePolicy struct {
 	// ConnectTCP are the TCP ports the program may connect to (ABI 4+;
 	// Landlock matches ports only, the network wall the address).
 	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
+	// HostNetwork leaves TCP bind and connect unrestricted (the run
+	// shares the host's network).
+	HostNetwork bool `json:"hostNetwork,omitempty"`
 }
 
 // LandlockPolicy builds the file policy of s: the system directories and
@@ -60,6 +63,7 @@ func (s *Spec) LandlockPolicy(layout []Entry) FilePolicy {
 	if s.ProxyPort != 0 {
 		p.ConnectTCP = append(p.ConnectTCP, s.ProxyPort)
 	}
+	p.HostNetwork = s.HostNetwork
 	return p
 }
 
@@ -125,7 +129,11 @@ func applyLandlock(p FilePolicy) error {
 	}
 	// BestEffort only downgrades to what the kernel's ABI knows; ABI >= 1
 	// (checked above) keeps every file-access right of V1.
-	cfg := landlock.V7.BestEffort()
+	cfg := landlock.V7
+	if p.HostNetwork {
+		cfg.HandledAccessNet = 0
+	}
+	cfg = cfg.BestEffort()
 	if err := cfg.Restrict(p.rules()...); err != nil {
 		return fmt.Errorf("landlock: restrict: %w", err)
 	}

@@ -63,6 +63,10 @@ type Spec struct {
 	// /dev/null, directories an empty read-only tmpfs), e.g. [RootOnly]
 	// of /etc for a program that runs as uid 0. Each must exist.
 	Masked []string
+	// HostNetwork shares the host's network namespace instead of an
+	// empty one, and leaves TCP out of the Landlock policy (sbx run --net
+	// host: no network isolation at all).
+	HostNetwork bool
 	// ProxyPort is the TCP port of sbx's egress proxy on the sandbox's
 	// loopback (0: none); the Landlock tier lets connects to it through.
 	ProxyPort uint16

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# vmtest/run.sh runs the BPF LSM tests of bpf/ inside a real Debian kernel
-# under QEMU (TCG, no KVM needed), because a host kernel may refuse BPF LSM
-# programs (or not have bpf in its LSM list). It
+# vmtest/run.sh runs the BPF tests of bpf/ inside a real Debian kernel under
+# QEMU (TCG, no KVM needed): the BPF LSM tests, because a host kernel may
+# refuse BPF LSM programs (or not have bpf in its LSM list), and the network
+# wall's, to prove it on an older kernel (6.1) than the host's. It
 #   1. fetches the kernel package with apt-get download (cached, never
 #      committed, under vmtest/.cache/) and unpacks it with dpkg -x;
 #   2. builds the static test binary (CGO_ENABLED=0 go test -c ./bpf/);
@@ -9,14 +10,15 @@
 #      mounts proc, sysfs, devtmpfs, devpts, securityfs, bpffs, cgroup2 and
 #      tmpfs, brings lo up, runs the tests as root and powers off;
 #   4. boots it with lsm=landlock,lockdown,capability,bpf and judges the
-#      console: the result marker with rc=0, at least one passed TestLSM,
+#      console: the result marker with rc=0, at least one passed TestLSM and
+#      one passed TestNet,
 #      no FAIL, Oops or panic. Exits non-zero otherwise.
 #
 # Settings (environment):
 #   VMTEST_KERNEL_PKG  kernel package (default linux-image-6.1.0-57-cloud-amd64,
 #                      falling back to the 6.1 cloud kernel apt knows if that
 #                      one is gone from the archive)
-#   VMTEST_RUN         -test.run pattern (default ^TestLSM)
+#   VMTEST_RUN         -test.run pattern (default ^(TestLSM|TestNet|TestOpenNet))
 #   VMTEST_TIMEOUT     seconds before QEMU is killed (default 600)
 #   VMTEST_CACHE       cache directory (default vmtest/.cache)
 #   VMTEST_LSM         the lsm= boot parameter (default
@@ -29,7 +31,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${VMTEST_CACHE:-$root/vmtest/.cache}
 default_pkg=linux-image-6.1.0-57-cloud-amd64
 pkg=${VMTEST_KERNEL_PKG:-$default_pkg}
-run=${VMTEST_RUN:-^TestLSM}
+run=${VMTEST_RUN:-^(TestLSM|TestNet|TestOpenNet)}
 timeout=${VMTEST_TIMEOUT:-600}
 lsm=${VMTEST_LSM:-landlock,lockdown,capability,bpf}
 marker=SBX-VMTEST
@@ -145,6 +147,9 @@ fail=()
 [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 0 ] || fail+=("QEMU exited with $qemu_rc")
 grep -q "^$marker-RESULT: rc=0 " "$console" || fail+=("no '$marker-RESULT: rc=0' marker (tests failed or did not finish)")
 grep -q '^--- PASS: TestLSM' "$console" || fail+=("no TestLSM test passed")
+if [[ -z ${VMTEST_RUN:-} ]]; then
+	grep -q '^--- PASS: TestNet' "$console" || fail+=("no TestNet test passed")
+fi
 ! grep -qE '^(--- FAIL|FAIL)' "$console" || fail+=("a test failed")
 ! grep -qE '^--- SKIP' "$console" || fail+=("a test skipped inside the VM")
 ! grep -qE 'Oops|Kernel panic|BUG:|general protection fault|Call Trace' "$console" || fail+=("the kernel oopsed or panicked")

@@ -1,5 +1,5 @@
-# make vmtest: run the BPF LSM tests (bpf/, TestLSM*) as root inside a Debian
-# kernel booted under QEMU, since the host kernel refuses LSM programs.
+# make vmtest: run the BPF tests (bpf/: TestLSM*, TestNet*) as root inside a
+# Debian 6.1 kernel booted under QEMU, since the host kernel refuses LSM programs.
 # Include this file from the top Makefile, or run it alone from the repo root:
 #   make -f vmtest/vmtest.mk vmtest
 # Settings (environment or make variables): VMTEST_KERNEL_PKG, VMTEST_RUN,

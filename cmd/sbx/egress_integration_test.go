@@ -314,3 +314,40 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func execCombined(name string, args ...string) ([]byte, error) {
 	return exec.Command(name, args...).CombinedOutput()
 }
+
+// TestNetHost: --net host shares the host's network (a loudly announced
+// choice): the host's loopback listener answers TCP and UDP reaches it,
+// while the file walls still hold; the same run without it reaches
+// nothing (the control).
+func TestNetHost(t *testing.T) {
+	up := newUpstream(t)
+	b := newBox(t)
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	uport := strconv.Itoa(udp.LocalAddr().(*net.UDPAddr).Port)
+	script := "curl -sS http://127.0.0.1:" + up.port + "/host; echo; " +
+		python + " -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'dgram', ('127.0.0.1', " + uport + ")); print('sent')\"; " +
+		"cat /root/.profile /etc/shadow 2>&1 | head -c 200; echo"
+	r := b.run("--net", "host", "--", "sh", "-c", script)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "upstream /host\nsent\n") {
+		t.Fatalf("--net host: want the host's listeners reachable\n%v", r)
+	}
+	if !strings.Contains(r.stderr, "sbx: WARNING: --net host") {
+		t.Errorf("--net host must be announced on stderr\n%v", r)
+	}
+	if !strings.Contains(r.stdout, "/root/.profile: No such file or directory") {
+		t.Errorf("--net host must not open the file walls\n%v", r)
+	}
+	buf := make([]byte, 16)
+	_ = udp.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, _, err := udp.ReadFrom(buf); err != nil || string(buf[:n]) != "dgram" {
+		t.Errorf("the host's UDP listener got %q, %v; want the sandbox's datagram", buf[:n], err)
+	}
+	c := b.run("--", "curl", "-sS", "--max-time", "5", "http://127.0.0.1:"+up.port+"/none")
+	if c.code == 0 {
+		t.Errorf("control: without --net host the listener must be unreachable\n%v", c)
+	}
+}
