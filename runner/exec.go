@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"time"
 
@@ -17,6 +18,9 @@ type ExecOptions struct {
 	StateDir string
 	// HostEnv as in Options.
 	HostEnv []string
+	// Log receives sbx's own messages (housekeeping of earlier runs,
+	// warnings; os.Stderr if nil), never mixed into the result's output.
+	Log io.Writer
 }
 
 // Exec runs one sandbox-tool request (see package gate) with the fixed
@@ -52,7 +56,7 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Stdin:    devnull,
 		Stdout:   stdout,
 		Stderr:   stderr,
-		Log:      stderr,
+		Log:      eo.Log,
 		StateDir: eo.StateDir,
 	}
 	var out gate.Result
