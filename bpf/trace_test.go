@@ -221,4 +221,3 @@ func TestTraceAttachedWhileUsed(t *testing.T) {
 		t.Errorf("events after re-attach: %v, want the one open", got)
 	}
 }
-

@@ -120,6 +120,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		return res, err
 	}
 	defer wall.close()
+	defer startTracer(wall, o.Log)()
 	var lsm *lsmTier
 	if o.tiers.bpfLSM {
 		if lsm, err = openLSMTier(wall); err != nil {
@@ -150,6 +151,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			}
 		}
 	}()
+	rep.setSandbox(sb.Pid(), spec.Workspace, spec.Write)
 	if err := wall.watch(sb.CgroupPaths()[""], rep); err != nil {
 		return res, err
 	}

@@ -17,6 +17,8 @@ sandbox and on the host (the control). Operations:
   write:PATH             create PATH and write to it (removed on success)
   link:SRC:DST           linkat(SRC, DST, AT_SYMLINK_FOLLOW) (DST removed on success)
   uring                  io_uring_setup(1, ...)
+  mkdir:PATH             mkdir PATH (removed on success)
+  mount:DIR              mount a tmpfs on DIR (unmounted on success)
   sockets:N              socket(AF_INET, SOCK_STREAM) N times: result "EPERMxN"
                          when all failed with EPERM
 """
@@ -143,6 +145,23 @@ def uring():
     return "OK"
 
 
+def mkdir(path):
+    try:
+        os.mkdir(path)
+    except OSError as e:
+        return fail(e, "mkdir")
+    os.rmdir(path)
+    return "OK"
+
+
+def mount(target):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"none", os.fsencode(target), b"tmpfs", 0, None) != 0:
+        return "%s@mount" % errno.errorcode.get(ctypes.get_errno(), "?")
+    libc.umount2(os.fsencode(target), 0)
+    return "OK"
+
+
 def sockets(n):
     got = {}
     for _ in range(n):
@@ -188,6 +207,10 @@ def probe(arg):
         return link(src, dst)
     if name == "uring":
         return uring()
+    if name == "mkdir":
+        return mkdir(rest)
+    if name == "mount":
+        return mount(rest)
     if name == "sockets":
         return sockets(int(rest))
     return "UNKNOWN"
