@@ -22,7 +22,7 @@ type traceEnv struct {
 	reader *EventReader
 }
 
-func newTraceEnv(t *testing.T) *traceEnv {
+func newTraceEnv(t testing.TB) *traceEnv {
 	t.Helper()
 	env := &traceEnv{netEnv: newNetEnv(t)}
 	tr, err := OpenTrace(env.parent, env.net.EventMaps(), &TraceOptions{PinRoot: env.pinRoot})

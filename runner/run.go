@@ -120,7 +120,8 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		return res, err
 	}
 	defer wall.close()
-	defer startTracer(wall, o.Log)()
+	tracer := startTracer(wall)
+	defer tracer.close()
 	var lsm *lsmTier
 	if o.tiers.bpfLSM {
 		if lsm, err = openLSMTier(wall); err != nil {
@@ -164,6 +165,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if term != nil {
 		copied = term.attach(sb.Console(), o.Stdout)
 	}
+	tracer.ready(o.Log)
 	if err := sb.Exec(); err != nil {
 		return res, err
 	}

@@ -46,17 +46,43 @@ func (t *tracer) close() {
 	_ = t.trace.Close()
 }
 
-// startTracer is openTracer for Run: without the tracer the run still
-// goes ahead, with a warning that its refusals by Landlock, seccomp and
-// the read-only mounts will not be reported. The returned func releases
-// it.
-func startTracer(w *netWall, log io.Writer) func() {
-	t, err := openTracer(w)
-	if err != nil {
-		fmt.Fprintf(log, "sbx: warning: refusals by Landlock, seccomp and read-only mounts will not be reported: %v (see sbx doctor)\n", err)
-		return func() {}
+// tracerStart is the tracer being opened in the background for Run.
+// Attaching may wait for an RCU grace period (~10 ms here when the
+// previous run detached it moments ago: the kernel waits when a tracepoint
+// goes from one callback to none and back), so it overlaps the sandbox's
+// creation; the program only needs it from its exec on.
+type tracerStart struct {
+	done chan struct{}
+	t    *tracer
+	err  error
+}
+
+func startTracer(w *netWall) *tracerStart {
+	s := &tracerStart{done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.t, s.err = openTracer(w)
+	}()
+	return s
+}
+
+// ready waits for the tracer. Without it the run still goes ahead, with a
+// warning that its refusals by Landlock, seccomp and the read-only mounts
+// will not be reported.
+func (s *tracerStart) ready(log io.Writer) {
+	<-s.done
+	if s.err != nil {
+		fmt.Fprintf(log, "sbx: warning: refusals by Landlock, seccomp and read-only mounts will not be reported: %v (see sbx doctor)\n", s.err)
+		s.err = nil
 	}
-	return t.close
+}
+
+// close waits for the tracer and releases it.
+func (s *tracerStart) close() {
+	<-s.done
+	if s.t != nil {
+		s.t.close()
+	}
 }
 
 // crossMount reports whether the refused link or rename of e went from one

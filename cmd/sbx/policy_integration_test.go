@@ -574,12 +574,12 @@ func TestViolationsOtherTiers(t *testing.T) {
 		},
 		{
 			name: "seccomp-deny-list", args: []string{"uring", "mount:" + outside},
-			in:   []string{"EPERM@io_uring_setup", "EPERM@mount"}, host: []string{"uring", "mount:" + outside},
+			in: []string{"EPERM@io_uring_setup", "EPERM@mount"}, host: []string{"uring", "mount:" + outside},
 			want: []denial{{"syscall", "io_uring_setup", "EPERM", "seccomp"}, {"syscall", "mount", "EPERM", "seccomp"}},
 		},
 		{
 			name: "landlock-open", args: []string{"read:/.sbx/sbx", "read:" + up},
-			in:   []string{"EACCES@open", "EACCES@open"}, host: []string{"read:" + sbxBin},
+			in: []string{"EACCES@open", "EACCES@open"}, host: []string{"read:" + sbxBin},
 			want: []denial{{"open", "/.sbx/sbx", "EACCES", "landlock"}, {"open", "/.sbx/sbx", "EACCES", "landlock"}},
 		},
 		{
@@ -592,7 +592,7 @@ func TestViolationsOtherTiers(t *testing.T) {
 		},
 		{
 			name: "read-only-system", args: []string{"write:/etc/" + name, "mkdir:/usr/" + name},
-			in:   []string{"EROFS@open", "EROFS@mkdir"}, host: []string{"write:/etc/" + name, "mkdir:/usr/" + name},
+			in: []string{"EROFS@open", "EROFS@mkdir"}, host: []string{"write:/etc/" + name, "mkdir:/usr/" + name},
 			want: []denial{{"open", "/etc/" + name, "EROFS", "mount"}, {"mkdir", "/usr/" + name, "EROFS", "mount"}},
 		},
 		{
