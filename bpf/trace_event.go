@@ -217,3 +217,16 @@ func (e Event) IsWrite() bool {
 	}
 	return true
 }
+
+// TracesSeccomp reports whether the tracer reports a refusal of the named
+// syscall by seccomp (its EPERM), so that tests can hold the deny list and
+// the tracer's table together. Names the x86_64 ABI lacks are in
+// [SeccompAbsent].
+func TracesSeccomp(name string) bool {
+	for _, t := range traceSyscalls {
+		if t.name == name && t.sys.Errs&bitEPERM != 0 {
+			return true
+		}
+	}
+	return false
+}

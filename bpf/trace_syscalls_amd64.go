@@ -87,8 +87,9 @@ var seccompDenied = map[uint32]string{
 }
 
 // SeccompAbsent are names of seccomp's deny list that x86_64 does not have
-// (libseccomp skips them there), so the tracer cannot see them.
-var SeccompAbsent = []string{"umount", "stime", "vm86", "vm86old"}
+// (libseccomp skips them there; socketcall is i386 only, whose syscalls the
+// tracer does not decode), so the tracer cannot see them.
+var SeccompAbsent = []string{"umount", "stime", "vm86", "vm86old", "socketcall"}
 
 func init() {
 	for nr, name := range seccompDenied {

@@ -973,9 +973,9 @@ func TestCanarySabotage(t *testing.T) {
 var doctorLine = regexp.MustCompile(`^(\S+(?: \S+)*)\s{2,}(ok|missing)\b\s*(.*)$`)
 
 // TestDoctorReport: sbx doctor says, for this host, that Landlock (with its
-// ABI, checked against the kernel) and cgroup BPF are available, BPF LSM is
-// not and why (EPERM at load), and exits 0 since files and network can be
-// enforced.
+// ABI, checked against the kernel), cgroup BPF and the denial tracer are
+// available, BPF LSM is not and why (EPERM at load), and exits 0 since
+// files and network can be enforced.
 func TestDoctorReport(t *testing.T) {
 	b := newBox(t)
 	r := b.sbx(opts{}, "doctor")
@@ -1013,6 +1013,15 @@ func TestDoctorReport(t *testing.T) {
 		if state["bpf lsm"] != "missing" {
 			t.Errorf("bpf lsm: %s, want missing", state["bpf lsm"])
 		}
+	}
+	// The denial tracer only reports: its line says whether it works, and
+	// why not, and never changes the verdict.
+	if trErr := bpf.TraceSupported(); trErr == nil {
+		if state["denial tracer"] != "ok" {
+			t.Errorf("the denial tracer works here but doctor says %s %q", state["denial tracer"], detail["denial tracer"])
+		}
+	} else if state["denial tracer"] != "missing" || !strings.Contains(detail["denial tracer"], "not reported") {
+		t.Errorf("denial tracer: %s %q, want missing, saying what is not reported (%v)", state["denial tracer"], detail["denial tracer"], trErr)
 	}
 	for _, want := range []string{"file tiers:    landlock", "verdict:       sbx run can enforce files and network here"} {
 		if lsmErr == nil && strings.HasPrefix(want, "file tiers") {
