@@ -97,7 +97,7 @@ func OpenTrace(parentCgroup string, events EventMaps, opts *TraceOptions) (*Trac
 		return nil, fmt.Errorf("open denial tracer: %w", err)
 	}
 	level := uint32(len(strings.Split(rel, string(filepath.Separator))))
-	prog, err := loadTrace2(parentID, level, &events)
+	prog, err := loadTraceProgram(parentID, level, &events)
 	if err != nil {
 		return nil, fmt.Errorf("open denial tracer: %w", err)
 	}
@@ -114,10 +114,10 @@ func OpenTrace(parentCgroup string, events EventMaps, opts *TraceOptions) (*Trac
 	return t, nil
 }
 
-// loadTrace2 loads and verifies trace.c for the parent cgroup parentID at
+// loadTraceProgram loads and verifies trace.c for the parent cgroup parentID at
 // cgroup level level, writing into events (its own maps if nil), and fills
 // its syscall table.
-func loadTrace2(parentID uint64, level uint32, events *EventMaps) (*ebpf.Program, error) {
+func loadTraceProgram(parentID uint64, level uint32, events *EventMaps) (*ebpf.Program, error) {
 	spec, err := loadTrace()
 	if err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func TraceSupported() error {
 	if len(traceSyscalls) == 0 {
 		return fmt.Errorf("%w: syscall decoding is written for x86_64 only", ErrNotSupported)
 	}
-	prog, err := loadTrace2(0, 1, nil)
+	prog, err := loadTraceProgram(0, 1, nil)
 	if err != nil {
 		return err
 	}

@@ -144,3 +144,38 @@ func splitLines(s string) []string {
 	}
 	return out
 }
+
+// BenchmarkOpenTraceWarm is OpenTrace reusing the pinned program (what
+// each run pays besides Acquire and Release).
+func BenchmarkOpenTraceWarm(b *testing.B) {
+	env := newTraceEnv(b)
+	for b.Loop() {
+		tr, err := OpenTrace(env.parent, env.net.EventMaps(), &TraceOptions{PinRoot: env.pinRoot})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if tr.Loaded() {
+			b.Fatal("loaded again: the pins were not reused")
+		}
+		tr.Close()
+	}
+}
+
+// BenchmarkOpenTraceCold is OpenTrace loading and verifying the program
+// (the first run after boot or an upgrade).
+func BenchmarkOpenTraceCold(b *testing.B) {
+	env := newTraceEnv(b)
+	for b.Loop() {
+		if err := env.trace.Unpin(); err != nil {
+			b.Fatal(err)
+		}
+		tr, err := OpenTrace(env.parent, env.net.EventMaps(), &TraceOptions{PinRoot: env.pinRoot})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !tr.Loaded() {
+			b.Fatal("pins reused")
+		}
+		tr.Close()
+	}
+}

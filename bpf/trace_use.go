@@ -12,7 +12,7 @@ import (
 )
 
 // The tracer is attached only while runs use it, because attached it taxes
-// every syscall of the host (see README, "Denial tracer"). Runs of
+// every syscall of the host (see the package doc, "Denial tracer"). Runs of
 // different sbx processes share one link, pinned at <dir>/link; who uses
 // it is tracked by holder directories <dir>/users/u-*, each flocked by its
 // holder for as long as it uses the tracer (the kernel drops the lock if
