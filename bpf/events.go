@@ -98,6 +98,12 @@ type Event struct {
 	Addr  netip.AddrPort
 	Flags uint32 // open flags, ioctl cmd, signal, ... (LSM operations)
 	Path  string // the file of LSM operations, or ""
+	// Syscall is set on the denial tracer's events (Op is [OpSyscall]):
+	// the refused syscall. Path is then made absolute where it can be.
+	Syscall *Syscall
+	// Tier is the protection the tracer attributes the refusal to
+	// ([TierSeccomp], ...); "" for the other programs' events.
+	Tier string
 }
 
 // eventSize is the size of struct sbx_event.
@@ -112,6 +118,9 @@ func DecodeEvent(raw []byte) (Event, error) {
 	}
 	if _, err := binary.Decode(raw[:eventSize], binary.NativeEndian, &r); err != nil {
 		return Event{}, fmt.Errorf("decode event: %w", err)
+	}
+	if Op(r.Op) == OpSyscall {
+		return DecodeTraceEvent(raw)
 	}
 	e := Event{
 		Time:     monoToTime(r.TsNs),
@@ -168,6 +177,8 @@ func cString[T int8 | uint8](b []T) string {
 // bind, the family and type for socket, the path for file operations.
 func (e Event) Target() string {
 	switch {
+	case e.Op == OpSyscall && e.Syscall != nil:
+		return e.traceTarget()
 	case e.Op == OpSocketCreate:
 		return socketString(e.Family, e.SockType, e.Protocol)
 	case e.Family == afUnix && e.Path != "":
@@ -192,7 +203,7 @@ func (e Event) Target() string {
 func (e Event) String() string {
 	var b strings.Builder
 	b.WriteString("denied ")
-	b.WriteString(e.Op.String())
+	b.WriteString(e.OpName())
 	if t := e.Target(); t != "" {
 		b.WriteByte(' ')
 		b.WriteString(t)

@@ -1,6 +1,7 @@
 package escape
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -105,7 +106,8 @@ func TestSocketFamilies(t *testing.T) {
 	for _, f := range families {
 		attack = append(attack, step("family", f))
 	}
-	r := b.attackIn(nil, steps(attack...)...)
+	vf := filepath.Join(t.TempDir(), "violations.jsonl")
+	r := b.attackIn([]string{"--violations", vf}, steps(attack...)...)
 	want := map[string]string{}
 	for _, f := range families {
 		want["family("+f+")"] = "EPERM"
@@ -114,10 +116,34 @@ func TestSocketFamilies(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("in the sandbox: exit %d, want 0\n%v", r.code, r)
 	}
-	for _, d := range []string{"socket AF_INET SOCK_STREAM", "socket AF_INET6 SOCK_DGRAM"} {
-		if !strings.Contains(r.stderr, "sbx: denied "+d) {
-			t.Errorf("the wall's denial %q is not reported on stderr\n%v", d, r)
+	// Every refusal is reported: the wall's own (inet, inet6) and the
+	// others by the denial tracer, with their tier. stderr shows the
+	// first ones and the total.
+	data, err := os.ReadFile(vf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiers := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var v struct{ Op, Target, Tier, Errno string }
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("--violations line %q: %v", l, err)
 		}
+		if v.Op != "socket" || v.Errno != "EPERM" {
+			t.Errorf("violation %+v: want a socket refused with EPERM", v)
+		}
+		tiers[v.Target] = v.Tier
+	}
+	for target, tier := range map[string]string{
+		"AF_INET SOCK_STREAM IPPROTO_TCP": "bpf", "AF_INET6 SOCK_DGRAM IPPROTO_UDP": "bpf",
+		"AF_INET SOCK_RAW": "capability", "AF_NETLINK SOCK_DGRAM": "seccomp", "AF_PACKET SOCK_RAW": "seccomp",
+	} {
+		if tiers[target] != tier {
+			t.Errorf("refused socket %q: reported with tier %q, want %q (all: %v)", target, tiers[target], tier, tiers)
+		}
+	}
+	if !strings.Contains(r.stderr, "sbx: denied socket AF_INET SOCK_STREAM") || !strings.Contains(r.stderr, " operation(s) denied in all ") {
+		t.Errorf("stderr lacks the first denials or the total\n%v", r)
 	}
 	if u := b.attackIn(nil, "family", "unix"); u.steps()["family(unix)"] != "OK" {
 		t.Errorf("AF_UNIX in the sandbox: want OK\n%v", u)

@@ -122,6 +122,8 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		return res, err
 	}
 	defer wall.close()
+	tracer := startTracer(wall)
+	defer tracer.close()
 	var lsm *lsmTier
 	if o.tiers.bpfLSM {
 		if lsm, err = openLSMTier(wall); err != nil {
@@ -156,6 +158,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			}
 		}
 	}()
+	rep.setSandbox(sb.Pid(), spec.Workspace, spec.Write)
 	if err := wall.watch(sb.CgroupPaths()[""], rep); err != nil {
 		return res, err
 	}
@@ -183,6 +186,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if term != nil {
 		copied = term.attach(sb.Console(), o.Stdout)
 	}
+	tracer.ready(o.Log)
 	if err := sb.Exec(); err != nil {
 		return res, err
 	}

@@ -38,6 +38,16 @@ type reporter struct {
 	// program is in the middle of one of its own would mangle both.
 	deferLines bool
 	pending    []string
+
+	// Set by setSandbox once the sandbox exists.
+	shimPID   uint32 // the sandbox's PID 1, sbx's own shim
+	workspace string
+	readOnly  bool // the workspace is mounted read-only (no --write)
+	hinted    bool // the --write hint was given
+
+	// lastFile is the last LSM file event of each pid, to leave out the
+	// tracer's report of the same refusal (see pump).
+	lastFile map[uint32]bpf.Event
 }
 
 func newReporter(log, jsonl io.Writer) *reporter {
@@ -52,13 +62,30 @@ func newReporter(log, jsonl io.Writer) *reporter {
 	return r
 }
 
-// violation converts a BPF event.
+// setSandbox tells the reporter about the sandbox: the pid of its shim
+// (whose own refusals, such as the Landlock canary's, are sbx's and not
+// reported), and the workspace, for the --write hint.
+func (r *reporter) setSandbox(shimPID int, workspace string, write bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shimPID, r.workspace, r.readOnly = uint32(shimPID), workspace, !write
+}
+
+// writeHint is printed once, after the first refused write under a
+// read-only workspace.
+const writeHint = "sbx: the workspace is mounted read-only; run sbx with --write to let the program change it\n"
+
+// violation converts a BPF event; tier is used unless the event names its
+// own (the tracer's do).
 func violation(e bpf.Event, tier string) gate.Violation {
+	if e.Tier != "" {
+		tier = e.Tier
+	}
 	return gate.Violation{
 		Time:   e.Time,
 		Pid:    int(e.PID),
 		Comm:   e.Comm,
-		Op:     e.Op.String(),
+		Op:     e.OpName(),
 		Target: e.Target(),
 		Errno:  unix.ErrnoName(e.Errno),
 		Tier:   tier,
@@ -68,6 +95,45 @@ func violation(e bpf.Event, tier string) gate.Violation {
 func (r *reporter) add(v gate.Violation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.addLocked(v)
+}
+
+// addEvent reports a BPF event, leaving out what is not the program's
+// (the shim's own refusals), no denial (a rename across mounts) or
+// reported already: a refusal of the LSM tier
+// is seen by the tracer too when the syscall returns, right after the LSM
+// program's event for the same process and errno.
+func (r *reporter) addEvent(e bpf.Event, tier string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e.Op != bpf.OpSyscall {
+		if e.Op >= bpf.OpFileOpen { // the LSM tier's
+			if r.lastFile == nil {
+				r.lastFile = map[uint32]bpf.Event{}
+			}
+			r.lastFile[e.PID] = e
+		}
+		r.addLocked(violation(e, tier))
+		return
+	}
+	if (e.PID == r.shimPID && r.shimPID != 0) || crossMount(r.shimPID, e) {
+		return
+	}
+	if last, ok := r.lastFile[e.PID]; ok {
+		delete(r.lastFile, e.PID)
+		if last.Errno == e.Errno {
+			return
+		}
+	}
+	v := violation(e, tier)
+	r.addLocked(v)
+	if r.readOnly && !r.hinted && e.Errno == unix.EROFS && e.IsWrite() && within(e.Path, r.workspace) {
+		r.hinted = true
+		r.emit(writeHint)
+	}
+}
+
+func (r *reporter) addLocked(v gate.Violation) {
 	r.total++
 	if len(r.kept) < gate.MaxViolations {
 		r.kept = append(r.kept, v)
@@ -91,7 +157,15 @@ func (r *reporter) add(v gate.Violation) {
 	if v.Reason != "" {
 		detail = v.Reason
 	}
-	line := fmt.Sprintf("sbx: denied %s %s (%s)\n", v.Op, v.Target, detail)
+	r.emit(fmt.Sprintf("sbx: denied %s %s (%s)\n", v.Op, v.Target, detail))
+}
+
+// emit writes one line to the log now, or at the end of the run (see
+// deferLines).
+func (r *reporter) emit(line string) {
+	if r.log == nil {
+		return
+	}
 	if r.deferLines {
 		r.pending = append(r.pending, line)
 		return
@@ -135,7 +209,7 @@ func (r *reporter) pump(er *bpf.EventReader, tier string, done chan<- struct{}) 
 			canaries--
 			continue
 		}
-		r.add(violation(e, tier))
+		r.addEvent(e, tier)
 	}
 }
 

@@ -105,6 +105,7 @@ func doctorChecks() []check {
 	add("seccomp", "filter mode", seccompErr())
 	add("cgroup bpf", "sock_create, connect4/6, sendmsg4/6, bind4/6", cgroupBPFErr())
 	add("bpf lsm", "file_open, path_*, socket_*, ptrace, kill, ioctl hooks", bpf.LSMSupported())
+	add("denial tracer", "tp_btf sys_exit: reports refusals by Landlock, seccomp and read-only mounts", tracerErr())
 	abi, llErr := sandbox.LandlockABI()
 	add("landlock", fmt.Sprintf("ABI %d", abi), llErr)
 	add("securityfs", "/sys/kernel/security", mountedErr("/sys/kernel/security", "securityfs"))
@@ -151,6 +152,15 @@ func cgroupBPFErr() error {
 		if err := features.HaveProgramType(pt); err != nil {
 			return fmt.Errorf("program type %s: %w", pt, err)
 		}
+	}
+	return nil
+}
+
+// tracerErr says why the denial tracer cannot run. It only reports, so
+// its absence does not change the verdict: runs go ahead without it.
+func tracerErr() error {
+	if err := bpf.TraceSupported(); err != nil {
+		return fmt.Errorf("refusals by Landlock, seccomp and read-only mounts are not reported: %w", err)
 	}
 	return nil
 }

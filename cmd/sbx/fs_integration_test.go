@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,8 +30,13 @@ func TestReadOnlySystem(t *testing.T) {
 			b := b.in(t)
 			p := filepath.Join(dir, name)
 			r := b.run("--", "touch", p)
-			if r.code != 1 || r.stdout != "" || r.stderr != erofs(p) {
-				t.Errorf("touch %s in the sandbox: want exit 1 and EROFS\n%v", p, r)
+			own, denied, hints := splitReport(r.stderr)
+			wantHints := 0
+			if dir == b.ws {
+				wantHints = 1
+			}
+			if r.code != 1 || r.stdout != "" || own != erofs(p) || !slices.Equal(denied, []string{"open " + p + " touch"}) || hints != wantHints {
+				t.Errorf("touch %s in the sandbox: want exit 1 and EROFS, reported (%d --write hint)\n%v", p, wantHints, r)
 			}
 			if _, err := os.Lstat(p); err == nil {
 				t.Errorf("%s exists on the host after the refused write", p)
@@ -60,8 +66,10 @@ func TestWorkspaceWrite(t *testing.T) {
 	if r := b.run("--", "cat", "in.txt"); r.code != 0 || r.stdout != "from host\n" {
 		t.Errorf("cat in.txt in the read-only workspace\n%v", r)
 	}
-	if r := b.run("--", "sh", "-c", "echo x > out.txt"); r.code != 2 || r.stderr != "sh: 1: cannot create out.txt: Read-only file system\n" {
-		t.Errorf("write in the read-only workspace: want EROFS\n%v", r)
+	r := b.run("--", "sh", "-c", "echo x > out.txt")
+	own, denied, hints := splitReport(r.stderr)
+	if r.code != 2 || own != "sh: 1: cannot create out.txt: Read-only file system\n" || !slices.Equal(denied, []string{"open " + filepath.Join(b.ws, "out.txt") + " sh"}) || hints != 1 {
+		t.Errorf("write in the read-only workspace: want EROFS, reported, with the --write hint\n%v", r)
 	}
 	for _, flag := range []string{"--write", "-w"} {
 		out := filepath.Join(b.ws, "out"+flag+".txt")
@@ -182,8 +190,10 @@ func TestExtraMounts(t *testing.T) {
 		t.Parallel()
 		b := b.in(t)
 		p := filepath.Join(ro, "new")
-		if r := b.run("--ro", ro, "--", "touch", p); r.code != 1 || r.stderr != erofs(p) {
-			t.Errorf("--ro %s: touch: want EROFS\n%v", ro, r)
+		r := b.run("--ro", ro, "--", "touch", p)
+		own, denied, hints := splitReport(r.stderr)
+		if r.code != 1 || own != erofs(p) || !slices.Equal(denied, []string{"open " + p + " touch"}) || hints != 0 {
+			t.Errorf("--ro %s: touch: want EROFS, reported\n%v", ro, r)
 		}
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s created on the host through --ro", p)
@@ -197,8 +207,9 @@ func TestExtraMounts(t *testing.T) {
 		t.Parallel()
 		b := b.in(t)
 		r := b.run("--ro", roFile, "--", "sh", "-c", "cat "+roFile+"; echo more >> "+roFile)
-		if r.code != 2 || r.stdout != "single\n" || r.stderr != "sh: 1: cannot create "+roFile+": Read-only file system\n" {
-			t.Errorf("--ro FILE: read works, append gets EROFS\n%v", r)
+		own, denied, _ := splitReport(r.stderr)
+		if r.code != 2 || r.stdout != "single\n" || own != "sh: 1: cannot create "+roFile+": Read-only file system\n" || !slices.Equal(denied, []string{"open " + roFile + " sh"}) {
+			t.Errorf("--ro FILE: read works, append gets EROFS, reported\n%v", r)
 		}
 		if data, _ := os.ReadFile(roFile); string(data) != "single\n" {
 			t.Errorf("%s changed through --ro: %q", roFile, data)

@@ -207,6 +207,32 @@ func deniedLines(stderr string) (denied [][]string, rest []string) {
 	return denied, lines(deniedAnywhere.ReplaceAllString(stderr, ""))
 }
 
+// writeHintLine is sbx's hint after a write refused by the read-only
+// workspace.
+const writeHintLine = "sbx: the workspace is mounted read-only; run sbx with --write to let the program change it"
+
+// splitReport splits stderr into the program's own stderr and what sbx
+// reported: the "sbx: denied" lines as "OP TARGET COMM", and how many
+// --write hints.
+func splitReport(stderr string) (own string, denied []string, hints int) {
+	d, rest := deniedLines(stderr)
+	for _, m := range d {
+		denied = append(denied, m[0]+" "+m[1]+" "+m[3])
+	}
+	var kept []string
+	for _, l := range rest {
+		if l == writeHintLine {
+			hints++
+			continue
+		}
+		kept = append(kept, l)
+	}
+	if len(kept) > 0 {
+		own = strings.Join(kept, "\n") + "\n"
+	}
+	return own, denied, hints
+}
+
 // TestNetToolsDenied: curl, wget, bash's /dev/tcp and nc cannot reach a
 // listener on the host's loopback from inside (the wall refuses their
 // socket with EPERM and reports it), and reach it from the host.
@@ -324,7 +350,7 @@ func TestNetToolsDenied(t *testing.T) {
 // EPERM at socket(): AF_INET and AF_INET6 (TCP, UDP) by the network wall,
 // which reports them; raw sockets by the missing CAP_NET_RAW (the kernel
 // checks it before the wall's hook runs); AF_NETLINK, AF_PACKET and AF_VSOCK
-// by seccomp. On the host each works, and the connections and datagrams
+// by seccomp; the denial tracer reports these. On the host each works, and the connections and datagrams
 // reach the listeners.
 func TestNetSocketFamilies(t *testing.T) {
 	b, probe := probeBox(t)
@@ -352,20 +378,29 @@ func TestNetSocketFamilies(t *testing.T) {
 	if d := append(datagrams(lb.udp4), datagrams(lb.udp6)...); len(d) != 0 {
 		t.Errorf("datagrams from the sandbox reached the host: %q", d)
 	}
-	// The wall's denials, in the order attempted, and nothing else (the
-	// canary's own are left out).
-	want := []string{
-		"AF_INET SOCK_STREAM IPPROTO_TCP", "AF_INET6 SOCK_STREAM IPPROTO_TCP",
-		"AF_INET SOCK_DGRAM IPPROTO_UDP", "AF_INET6 SOCK_DGRAM IPPROTO_UDP",
+	// Every refusal, in the order attempted, once, and nothing else (the
+	// canaries' own are left out): the wall's by the wall, the others by
+	// the denial tracer, with the tier that refused them.
+	want := []struct{ target, tier string }{
+		{"AF_INET SOCK_STREAM IPPROTO_TCP", "bpf"}, {"AF_INET6 SOCK_STREAM IPPROTO_TCP", "bpf"},
+		{"AF_INET SOCK_DGRAM IPPROTO_UDP", "bpf"}, {"AF_INET6 SOCK_DGRAM IPPROTO_UDP", "bpf"},
+		{"AF_INET SOCK_RAW IPPROTO_ICMP", "capability"}, {"AF_INET6 SOCK_RAW IPPROTO_ICMPV6", "capability"},
+		{"AF_NETLINK SOCK_RAW", "seccomp"}, {"AF_PACKET SOCK_RAW proto 768", "seccomp"},
+		{"AF_VSOCK SOCK_STREAM", "seccomp"},
 	}
 	vs := readViolations(t, vf)
-	var got []string
-	for _, v := range vs {
-		checkViolation(t, v, "socket", v.Target, "python3", start)
-		got = append(got, v.Target)
+	if len(vs) != len(want) {
+		t.Errorf("%d reported denials, want %d: %+v", len(vs), len(want), vs)
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("reported denials %q, want %q", got, want)
+	for i, v := range vs {
+		if i >= len(want) {
+			break
+		}
+		if v.Tier == "bpf" {
+			checkViolation(t, v, "socket", want[i].target, "python3", start)
+		} else if v.Op != "socket" || v.Target != want[i].target || v.Tier != want[i].tier || v.Errno != "EPERM" || v.Comm != "python3" {
+			t.Errorf("violation %+v, want socket %q EPERM, tier %s", v, want[i].target, want[i].tier)
+		}
 	}
 
 	c := b.host(opts{}, python, append([]string{probe}, args...)...)
@@ -529,57 +564,139 @@ sys.stderr.write("line\n")
 	}
 }
 
-// TestViolationsOtherTiers: denials by seccomp (sockets of other families)
-// and by Landlock (an open outside the policy) are reported too, and a
-// write refused by the read-only workspace points to --write (issue 3,
-// "Denials are visible"). Each operation is first shown to be refused.
-// Known failing: see bugs.md "Denials by seccomp and Landlock are not
-// reported".
+// TestViolationsOtherTiers: refusals that no sbx program makes itself are
+// reported too, by the denial tracer, each with the operation, target,
+// errno and tier of what the program attempted: seccomp's (a socket of
+// another family, syscalls of the deny list), Landlock's (an open outside
+// the policy, by absolute and by relative path) and the read-only mounts'
+// (the workspace without --write, the system), and a write refused by the
+// read-only workspace points to --write, once. What is no denial (a link
+// across mounts: the kernel's EXDEV) or is reported by the network wall
+// already is not reported (again). Each operation is shown to be refused
+// inside, and to succeed outside (or with --write).
 func TestViolationsOtherTiers(t *testing.T) {
-	if os.Getenv("SBX_TEST_KNOWN_GAPS") == "" {
-		t.Skip("known gap, issue 3 left open: denials by seccomp and Landlock are not reported yet (needs a sys_exit tracer); SBX_TEST_KNOWN_GAPS=1 runs this test")
-	}
 	b, probe := probeBox(t)
-	t.Run("seccomp-socket", func(t *testing.T) {
-		b := b.in(t)
-		vf := filepath.Join(t.TempDir(), "violations.jsonl")
-		r := b.run("--violations", vf, "--", python, probe, "netlink")
-		if r.code != 0 || r.stdout != "netlink EPERM@socket\n" {
-			t.Fatalf("netlink socket in the sandbox: want EPERM\n%v", r)
-		}
-		if denied, _ := deniedLines(r.stderr); len(denied) != 1 || denied[0][0] != "socket" || !strings.HasPrefix(denied[0][1], "AF_NETLINK") {
-			t.Errorf("refused AF_NETLINK socket: want one \"sbx: denied socket AF_NETLINK ...\" line, got %q", r.stderr)
-		}
-		vs := readViolations(t, vf)
-		if len(vs) != 1 || vs[0].Errno != "EPERM" || vs[0].Tier != "seccomp" || vs[0].Comm != "python3" {
-			t.Errorf("refused AF_NETLINK socket: want one violation, errno EPERM, tier seccomp; got %+v", vs)
-		}
-	})
-	t.Run("landlock-open", func(t *testing.T) {
-		b := b.in(t)
-		vf := filepath.Join(t.TempDir(), "violations.jsonl")
-		r := b.run("--violations", vf, "--", "cat", "/.sbx/sbx")
-		if r.code != 1 || !strings.Contains(r.stderr, "cat: /.sbx/sbx: Permission denied") {
-			t.Fatalf("cat /.sbx/sbx in the sandbox: want EACCES\n%v", r)
-		}
-		if denied, _ := deniedLines(r.stderr); len(denied) != 1 || denied[0][0] != "open" || denied[0][1] != "/.sbx/sbx" || denied[0][3] != "cat" {
-			t.Errorf("open refused by Landlock: want one \"sbx: denied open /.sbx/sbx (PID cat)\" line, got %q", r.stderr)
-		}
-		vs := readViolations(t, vf)
-		if len(vs) != 1 || vs[0].Errno != "EACCES" || vs[0].Tier != "landlock" {
-			t.Errorf("open refused by Landlock: want one violation, errno EACCES, tier landlock; got %+v", vs)
-		}
-	})
-	t.Run("read-only-workspace-hint", func(t *testing.T) {
-		b := b.in(t)
-		r := b.run("--", "sh", "-c", "echo x > f")
-		if r.code != 2 || !strings.Contains(r.stderr, "sh: 1: cannot create f: Read-only file system") {
-			t.Fatalf("write to the workspace: want EROFS\n%v", r)
-		}
-		if !strings.Contains(r.stderr, "sbx:") || !strings.Contains(r.stderr, "--write") {
-			t.Errorf("a write refused by the read-only workspace: sbx does not suggest --write; stderr %q", r.stderr)
-		}
-	})
+	outside := t.TempDir() // host-only: a mount point and a place to write
+	if err := os.Chmod(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := "sbx-it-" + strconv.Itoa(os.Getpid()) + "-" + filepath.Base(outside)
+	// A relative path from the workspace up to /.sbx/sbx, which Landlock
+	// refuses (the sandbox's canary file).
+	up := strings.Repeat("../", strings.Count(b.ws, "/")) + ".sbx/sbx"
+	type denial struct{ op, target, errno, tier string }
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		args  []string // probe arguments inside
+		in    []string // their results inside
+		host  []string // the same operations on the host, which must succeed
+		want  []denial
+		hint  bool
+	}{
+		{
+			name: "seccomp-socket", args: []string{"netlink"}, in: []string{"EPERM@socket"}, host: []string{"netlink"},
+			want: []denial{{"socket", "AF_NETLINK SOCK_RAW", "EPERM", "seccomp"}},
+		},
+		{
+			name: "seccomp-deny-list", args: []string{"uring", "mount:" + outside},
+			in: []string{"EPERM@io_uring_setup", "EPERM@mount"}, host: []string{"uring", "mount:" + outside},
+			want: []denial{{"syscall", "io_uring_setup", "EPERM", "seccomp"}, {"syscall", "mount", "EPERM", "seccomp"}},
+		},
+		{
+			name: "landlock-open", args: []string{"read:/.sbx/sbx", "read:" + up},
+			in: []string{"EACCES@open", "EACCES@open"}, host: []string{"read:" + sbxBin},
+			want: []denial{{"open", "/.sbx/sbx", "EACCES", "landlock"}, {"open", "/.sbx/sbx", "EACCES", "landlock"}},
+		},
+		{
+			name: "landlock-exec", args: []string{"exec:/.sbx/sbx"}, in: []string{"EACCES@exec"}, host: []string{"exec:" + sbxBin},
+			want: []denial{{"exec", "/.sbx/sbx", "EACCES", "landlock"}},
+		},
+		{
+			name: "read-only-workspace", args: []string{"write:f", "write:g"}, in: []string{"EROFS@open", "EROFS@open"},
+			want: []denial{{"open", filepath.Join(b.ws, "f"), "EROFS", "mount"}, {"open", filepath.Join(b.ws, "g"), "EROFS", "mount"}},
+			hint: true,
+		},
+		{
+			name: "writable-workspace", flags: []string{"--write"}, args: []string{"write:f", "write:g"}, in: []string{"OK", "OK"},
+		},
+		{
+			name: "read-only-system", args: []string{"write:/etc/" + name, "mkdir:/usr/" + name},
+			in: []string{"EROFS@open", "EROFS@mkdir"}, host: []string{"write:/etc/" + name, "mkdir:/usr/" + name},
+			want: []denial{{"open", "/etc/" + name, "EROFS", "mount"}, {"mkdir", "/usr/" + name, "EROFS", "mount"}},
+		},
+		{
+			// The workspace is its own mount: the kernel refuses the
+			// link with EXDEV before Landlock is asked.
+			name: "link-across-mounts", flags: []string{"--write"}, args: []string{"link:/etc/hostname:" + filepath.Join(b.ws, "hl")},
+			in: []string{"EXDEV@link"}, host: []string{"link:/etc/hostname:" + filepath.Join(outside, "hl")},
+		},
+		{
+			name: "net-wall-once", args: []string{"tcp4:9"}, in: []string{"EPERM@socket"},
+			want: []denial{{"socket", "AF_INET SOCK_STREAM IPPROTO_TCP", "EPERM", "bpf"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := b.in(t)
+			vf := filepath.Join(t.TempDir(), "violations.jsonl")
+			start := time.Now()
+			r := b.run(append(append(append([]string{"--violations", vf}, tc.flags...), "--", python, probe), tc.args...)...)
+			if r.code != 0 {
+				t.Fatalf("probe in the sandbox\n%v", r)
+			}
+			res := probeResults(t, r, tc.args)
+			for i, a := range tc.args {
+				if res[a] != tc.in[i] {
+					t.Errorf("%s in the sandbox = %s, want %s", a, res[a], tc.in[i])
+				}
+			}
+			var got []denial
+			for _, v := range readViolations(t, vf) {
+				got = append(got, denial{v.Op, v.Target, v.Errno, v.Tier})
+				if v.Comm != "python3" || v.Pid <= 0 || v.Time.Before(start.Add(-time.Second)) || time.Since(v.Time) > time.Minute {
+					t.Errorf("violation %+v: want comm python3, a pid > 0 and the time of the run", v)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("reported %q, want %q", got, tc.want)
+			}
+			denied, rest := deniedLines(r.stderr)
+			var lined []denial
+			for _, d := range denied {
+				lined = append(lined, denial{op: d[0], target: d[1]})
+				if d[3] != "python3" {
+					t.Errorf("denied line %q: want comm python3", d)
+				}
+			}
+			var wantLines []denial
+			for _, w := range tc.want {
+				if !slices.Contains(wantLines, denial{op: w.op, target: w.target}) {
+					wantLines = append(wantLines, denial{op: w.op, target: w.target})
+				}
+			}
+			if !slices.Equal(lined, wantLines) {
+				t.Errorf("\"sbx: denied\" lines %q, want %q", lined, wantLines)
+			}
+			hints := 0
+			for _, l := range rest {
+				if strings.HasPrefix(l, "sbx:") && strings.Contains(l, "--write") {
+					hints++
+				}
+			}
+			if tc.hint && hints != 1 || !tc.hint && hints != 0 {
+				t.Errorf("%d --write hint(s), want %v\n%s", hints, tc.hint, r.stderr)
+			}
+			if len(tc.host) == 0 {
+				return
+			}
+			c := b.host(opts{}, python, append([]string{probe}, tc.host...)...)
+			for a, res := range probeResults(t, c, tc.host) {
+				if res != "OK" {
+					t.Errorf("control: %s on the host = %s, want OK", a, res)
+				}
+			}
+		})
+	}
 }
 
 // outsideFile creates a world-readable file with content under /var/tmp:
@@ -732,11 +849,14 @@ except OSError as e:
 			t.Parallel()
 			b := b.in(t)
 			r := b.run("--policy", policy, "--", python, "-c", check)
-			if r.code != 0 || r.stdout != "mode 0o555\nmount ro\nopen EACCES\n" || r.stderr != "" {
-				t.Errorf("--policy %s: want /.sbx/sbx world-readable on a read-only mount, and EACCES\n%v", policy, r)
+			own, denied, _ := splitReport(r.stderr)
+			if r.code != 0 || r.stdout != "mode 0o555\nmount ro\nopen EACCES\n" || own != "" || !slices.Equal(denied, []string{"open /.sbx/sbx python3"}) {
+				t.Errorf("--policy %s: want /.sbx/sbx world-readable on a read-only mount, and EACCES (reported)\n%v", policy, r)
 			}
-			if r := b.run("--policy", policy, "--", "cat", "/.sbx/sbx"); r.code != 1 || r.stderr != "cat: /.sbx/sbx: Permission denied\n" {
-				t.Errorf("--policy %s: cat /.sbx/sbx: want EACCES\n%v", policy, r)
+			r = b.run("--policy", policy, "--", "cat", "/.sbx/sbx")
+			own, denied, _ = splitReport(r.stderr)
+			if r.code != 1 || own != "cat: /.sbx/sbx: Permission denied\n" || !slices.Equal(denied, []string{"open /.sbx/sbx cat"}) {
+				t.Errorf("--policy %s: cat /.sbx/sbx: want EACCES (reported)\n%v", policy, r)
 			}
 		})
 	}
@@ -886,9 +1006,9 @@ func TestCanarySabotage(t *testing.T) {
 var doctorLine = regexp.MustCompile(`^(\S+(?: \S+)*)\s{2,}(ok|missing)\b\s*(.*)$`)
 
 // TestDoctorReport: sbx doctor says, for this host, that Landlock (with its
-// ABI, checked against the kernel) and cgroup BPF are available, BPF LSM is
-// not and why (EPERM at load), and exits 0 since files and network can be
-// enforced.
+// ABI, checked against the kernel), cgroup BPF and the denial tracer are
+// available, BPF LSM is not and why (EPERM at load), and exits 0 since
+// files and network can be enforced.
 func TestDoctorReport(t *testing.T) {
 	b := newBox(t)
 	r := b.sbx(opts{}, "doctor")
@@ -926,6 +1046,15 @@ func TestDoctorReport(t *testing.T) {
 		if state["bpf lsm"] != "missing" {
 			t.Errorf("bpf lsm: %s, want missing", state["bpf lsm"])
 		}
+	}
+	// The denial tracer only reports: its line says whether it works, and
+	// why not, and never changes the verdict.
+	if trErr := bpf.TraceSupported(); trErr == nil {
+		if state["denial tracer"] != "ok" {
+			t.Errorf("the denial tracer works here but doctor says %s %q", state["denial tracer"], detail["denial tracer"])
+		}
+	} else if state["denial tracer"] != "missing" || !strings.Contains(detail["denial tracer"], "not reported") {
+		t.Errorf("denial tracer: %s %q, want missing, saying what is not reported (%v)", state["denial tracer"], detail["denial tracer"], trErr)
 	}
 	for _, want := range []string{"file tiers:    landlock", "verdict:       sbx run can enforce files and network here"} {
 		if lsmErr == nil && strings.HasPrefix(want, "file tiers") {

@@ -17,6 +17,9 @@ sandbox and on the host (the control). Operations:
   write:PATH             create PATH and write to it (removed on success)
   link:SRC:DST           linkat(SRC, DST, AT_SYMLINK_FOLLOW) (DST removed on success)
   uring                  io_uring_setup(1, ...)
+  mkdir:PATH             mkdir PATH (removed on success)
+  exec:PATH              run PATH --version in a forked child (OK if it exits 0)
+  mount:DIR              mount a tmpfs on DIR (unmounted on success)
   sockets:N              socket(AF_INET, SOCK_STREAM) N times: result "EPERMxN"
                          when all failed with EPERM
 """
@@ -143,6 +146,40 @@ def uring():
     return "OK"
 
 
+def mkdir(path):
+    try:
+        os.mkdir(path)
+    except OSError as e:
+        return fail(e, "mkdir")
+    os.rmdir(path)
+    return "OK"
+
+
+def execute(path):
+    pid = os.fork()
+    if pid == 0:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        try:
+            os.execv(path, [path, "--version"])
+        except OSError as e:
+            os._exit(e.errno)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code == 0:
+        return "OK"
+    return "%s@exec" % errno.errorcode.get(code, str(code))
+
+
+def mount(target):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"none", os.fsencode(target), b"tmpfs", 0, None) != 0:
+        return "%s@mount" % errno.errorcode.get(ctypes.get_errno(), "?")
+    libc.umount2(os.fsencode(target), 0)
+    return "OK"
+
+
 def sockets(n):
     got = {}
     for _ in range(n):
@@ -188,6 +225,12 @@ def probe(arg):
         return link(src, dst)
     if name == "uring":
         return uring()
+    if name == "mkdir":
+        return mkdir(rest)
+    if name == "mount":
+        return mount(rest)
+    if name == "exec":
+        return execute(rest)
     if name == "sockets":
         return sockets(int(rest))
     return "UNKNOWN"

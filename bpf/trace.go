@@ -1,0 +1,224 @@
+package bpf
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// TraceOptions tune [OpenTrace]. The zero value is what sbx uses.
+type TraceOptions struct {
+	// PinRoot is the bpffs directory holding the pins ([DefaultPinRoot] if
+	// empty). Loading a fresh tracer removes every other "trace-*"
+	// directory in it (older versions, or event maps that were replaced).
+	PinRoot string
+}
+
+// Trace is the denial tracer (trace.c): a tp_btf program on sys_exit that
+// reports the refusals of Landlock, seccomp and the read-only mounts to the
+// runs' event rings. It is loaded once and pinned (<pin root>/trace-<object
+// hash>-<parent cgroup id>-ev<events map id>/prog), but attached only while
+// some run uses it ([Trace.Acquire]): attached, it is called on every
+// syscall of the host.
+type Trace struct {
+	dir     string
+	pinRoot string
+	prog    *ebpf.Program
+	loaded  bool
+}
+
+// traceVersion names this build's pin directory (see netVersion).
+var traceVersion = sync.OnceValue(func() string {
+	sum := sha256.Sum256(_TraceBytes)
+	return hex.EncodeToString(sum[:8])
+})
+
+// OpenTrace returns the tracer for the run cgroups under parentCgroup (a
+// cgroup2 directory, not the root), writing into events (those of the
+// network wall, [Net.EventMaps]). It reuses the pinned program when there
+// is one and otherwise loads and pins it. opts may be nil. The error wraps
+// [ErrNotSupported] when the kernel cannot run it.
+func OpenTrace(parentCgroup string, events EventMaps, opts *TraceOptions) (*Trace, error) {
+	if len(traceSyscalls) == 0 {
+		return nil, fmt.Errorf("open denial tracer: %w: syscall decoding is written for x86_64 only", ErrNotSupported)
+	}
+	if events.Events == nil || events.Drops == nil || events.Unrouted == nil {
+		return nil, errors.New("open denial tracer: incomplete event maps")
+	}
+	pinRoot := DefaultPinRoot
+	if opts != nil && opts.PinRoot != "" {
+		pinRoot = opts.PinRoot
+	}
+	parent, err := cleanAbs(parentCgroup)
+	if err != nil {
+		return nil, fmt.Errorf("open denial tracer: %w", err)
+	}
+	root, err := cgroup2RootOf(parent)
+	if err != nil {
+		return nil, fmt.Errorf("open denial tracer: %w", err)
+	}
+	rel, err := filepath.Rel(root, parent)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return nil, fmt.Errorf("open denial tracer: parent cgroup %s is not below the cgroup2 root %s", parent, root)
+	}
+	parentID, err := CgroupID(parent)
+	if err != nil {
+		return nil, fmt.Errorf("open denial tracer: %w", err)
+	}
+	info, err := events.Events.Info()
+	if err != nil {
+		return nil, fmt.Errorf("open denial tracer: event maps: %w", err)
+	}
+	evID, _ := info.ID()
+	t := &Trace{pinRoot: pinRoot}
+	t.dir = filepath.Join(pinRoot, fmt.Sprintf("trace-%s-%d-ev%d", traceVersion(), parentID, evID))
+
+	if t.prog, err = ebpf.LoadPinnedProgram(filepath.Join(t.dir, "prog"), nil); err == nil {
+		return t, nil
+	}
+	lock, err := lockPinRoot(pinRoot)
+	if err != nil {
+		return nil, fmt.Errorf("open denial tracer: %w", err)
+	}
+	defer lock.unlock()
+	if t.prog, err = ebpf.LoadPinnedProgram(filepath.Join(t.dir, "prog"), nil); err == nil {
+		return t, nil
+	}
+	if err := removeStaleTrace(pinRoot); err != nil {
+		return nil, fmt.Errorf("open denial tracer: %w", err)
+	}
+	level := uint32(len(strings.Split(rel, string(filepath.Separator))))
+	prog, err := loadTraceProgram(parentID, level, &events)
+	if err != nil {
+		return nil, fmt.Errorf("open denial tracer: %w", err)
+	}
+	if err := os.Mkdir(t.dir, 0o700); err != nil {
+		prog.Close()
+		return nil, fmt.Errorf("open denial tracer: create pin dir: %w", err)
+	}
+	if err := prog.Pin(filepath.Join(t.dir, "prog")); err != nil {
+		prog.Close()
+		_ = removePinDir(t.dir)
+		return nil, fmt.Errorf("open denial tracer: pin: %w", err)
+	}
+	t.prog, t.loaded = prog, true
+	return t, nil
+}
+
+// loadTraceProgram loads and verifies trace.c for the parent cgroup parentID at
+// cgroup level level, writing into events (its own maps if nil), and fills
+// its syscall table.
+func loadTraceProgram(parentID uint64, level uint32, events *EventMaps) (*ebpf.Program, error) {
+	spec, err := loadTrace()
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Variables["sbx_parent_id"].Set(parentID); err != nil {
+		return nil, fmt.Errorf("set parent: %w", err)
+	}
+	if err := spec.Variables["sbx_parent_level"].Set(level); err != nil {
+		return nil, fmt.Errorf("set parent level: %w", err)
+	}
+	var copts ebpf.CollectionOptions
+	if events != nil {
+		copts.MapReplacements = map[string]*ebpf.Map{
+			traceMapSbxEvents:   events.Events,
+			traceMapSbxDrops:    events.Drops,
+			traceMapSbxUnrouted: events.Unrouted,
+		}
+	}
+	var objs traceObjects
+	if err := spec.LoadAndAssign(&objs, &copts); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) || errors.Is(err, ErrNotSupported) {
+			return nil, fmt.Errorf("load program: %w", err)
+		}
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("load program: %w (needs root: CAP_BPF, CAP_PERFMON; or the kernel refuses tp_btf programs)", err)
+		}
+		return nil, fmt.Errorf("load program: %w (needs BTF: CONFIG_DEBUG_INFO_BTF)", err)
+	}
+	defer func() {
+		objs.SbxTraceSyscalls.Close()
+		objs.SbxTraceScratch.Close()
+		if events == nil {
+			objs.SbxEvents.Close()
+			objs.SbxDrops.Close()
+			objs.SbxUnrouted.Close()
+		}
+	}()
+	for nr, s := range traceSyscalls {
+		if err := objs.SbxTraceSyscalls.Put(nr, s.sys); err != nil {
+			objs.SbxSysExit.Close()
+			return nil, fmt.Errorf("fill syscall table (%s): %w", s.name, err)
+		}
+	}
+	return objs.SbxSysExit, nil
+}
+
+// removeStaleTrace removes the other tracers' pin directories (called
+// under the pin lock, before this build's is created). A run of another
+// sbx that still uses one keeps its link until it ends.
+func removeStaleTrace(pinRoot string) error {
+	entries, err := os.ReadDir(pinRoot)
+	if err != nil {
+		return fmt.Errorf("list pins: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "trace-") {
+			if err := removePinDir(filepath.Join(pinRoot, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// TraceSupported loads the tracer with private maps and attaches it for a
+// moment, to tell whether this kernel can run it; nil if it can.
+func TraceSupported() error {
+	if len(traceSyscalls) == 0 {
+		return fmt.Errorf("%w: syscall decoding is written for x86_64 only", ErrNotSupported)
+	}
+	prog, err := loadTraceProgram(0, 1, nil)
+	if err != nil {
+		return err
+	}
+	defer prog.Close()
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
+	if err != nil {
+		return fmt.Errorf("attach to sys_exit: %w", err)
+	}
+	return l.Close()
+}
+
+// Close releases the handle; the pinned program stays.
+func (t *Trace) Close() error {
+	if t.prog == nil {
+		return nil
+	}
+	err := t.prog.Close()
+	t.prog = nil
+	if err != nil {
+		return fmt.Errorf("close denial tracer: %w", err)
+	}
+	return nil
+}
+
+// Unpin removes the tracer's pins (tests). Runs using it keep their link.
+func (t *Trace) Unpin() error { return removePinDir(t.dir) }
+
+// PinDir is the bpffs directory holding the tracer's pins.
+func (t *Trace) PinDir() string { return t.dir }
+
+// Loaded reports whether this OpenTrace loaded the program (cold).
+func (t *Trace) Loaded() bool { return t.loaded }

@@ -1,0 +1,134 @@
+package runner
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/sandbox"
+)
+
+// TestTracerCoversSeccompDenyList: every syscall seccomp refuses with
+// EPERM is one the tracer reports (or one x86_64 lacks).
+func TestTracerCoversSeccompDenyList(t *testing.T) {
+	n := 0
+	for _, s := range sandbox.Seccomp().Syscalls {
+		if s.Action != configs.Errno || s.ErrnoRet == nil || *s.ErrnoRet != uint(unix.EPERM) {
+			continue
+		}
+		n++
+		if !bpf.TracesSeccomp(s.Name) && !slices.Contains(bpf.SeccompAbsent, s.Name) {
+			t.Errorf("seccomp refuses %s with EPERM, but the denial tracer does not report it (bpf/trace_syscalls_amd64.go)", s.Name)
+		}
+	}
+	if n < 40 {
+		t.Errorf("only %d EPERM rules in the seccomp filter: the test no longer reads it right", n)
+	}
+}
+
+func traceEvent(nr uint32, errno unix.Errno, path string, flags uint32, tier string) bpf.Event {
+	return bpf.Event{Op: bpf.OpSyscall, PID: 7, Comm: "sh", Errno: errno, Path: path, Flags: flags, Tier: tier,
+		Syscall: &bpf.Syscall{Nr: nr}}
+}
+
+// TestReporterTracerEvents: the tracer's events are reported with their
+// own tier; the shim's own refusals are not; the tracer's report of a
+// refusal the LSM tier reported already is dropped; a refused write under
+// the read-only workspace adds the --write hint once, and not with --write
+// or outside the workspace.
+func TestReporterTracerEvents(t *testing.T) {
+	write := uint32(unix.O_WRONLY | unix.O_CREAT)
+	for _, tc := range []struct {
+		name     string
+		writable bool
+		events   []bpf.Event
+		want     []string // op target tier errno
+		hint     bool
+	}{
+		{
+			name: "tier and hint once",
+			events: []bpf.Event{
+				traceEvent(unix.SYS_OPENAT, unix.EROFS, "/ws/f", write, "mount"),
+				traceEvent(unix.SYS_OPENAT, unix.EROFS, "/ws/g", write, "mount"),
+				traceEvent(unix.SYS_IO_URING_SETUP, unix.EPERM, "", 0, "seccomp"),
+			},
+			want: []string{"open /ws/f mount EROFS", "open /ws/g mount EROFS", "syscall io_uring_setup seccomp EPERM"},
+			hint: true,
+		},
+		{
+			name:     "no hint with --write",
+			writable: true,
+			events:   []bpf.Event{traceEvent(unix.SYS_OPENAT, unix.EROFS, "/ws/.git/hooks/x", write, "mount")},
+			want:     []string{"open /ws/.git/hooks/x mount EROFS"},
+		},
+		{
+			name:   "no hint outside the workspace or for reads",
+			events: []bpf.Event{traceEvent(unix.SYS_MKDIR, unix.EROFS, "/usr/x", 0, "mount"), traceEvent(unix.SYS_OPENAT, unix.EROFS, "/ws/f", 0, "mount"), traceEvent(unix.SYS_OPENAT, unix.EROFS, "/wsx/f", write, "mount")},
+			want:   []string{"mkdir /usr/x mount EROFS", "open /ws/f mount EROFS", "open /wsx/f mount EROFS"},
+		},
+		{
+			name: "shim left out",
+			events: []bpf.Event{
+				func() bpf.Event {
+					e := traceEvent(unix.SYS_OPENAT, unix.EACCES, "/.sbx/sbx", 0, "landlock")
+					e.PID = 1000
+					return e
+				}(),
+				traceEvent(unix.SYS_OPENAT, unix.EACCES, "/.sbx/sbx", 0, "landlock"),
+			},
+			want: []string{"open /.sbx/sbx landlock EACCES"},
+		},
+		{
+			name: "LSM duplicate dropped",
+			events: []bpf.Event{
+				{Op: bpf.OpFileOpen, PID: 7, Comm: "sh", Errno: unix.EACCES, Path: "/etc/x"},
+				traceEvent(unix.SYS_OPENAT, unix.EACCES, "/etc/x", 0, "landlock"),
+				traceEvent(unix.SYS_OPENAT, unix.EACCES, "/etc/y", 0, "landlock"),
+			},
+			want: []string{"open /etc/x bpf EACCES", "open /etc/y landlock EACCES"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			r := newReporter(&log, nil)
+			r.setSandbox(1000, "/ws", tc.writable)
+			for _, e := range tc.events {
+				r.addEvent(e, "bpf")
+			}
+			r.finish()
+			vs, _ := r.violations()
+			var got []string
+			for _, v := range vs {
+				got = append(got, v.Op+" "+v.Target+" "+v.Tier+" "+v.Errno)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("reported %q, want %q", got, tc.want)
+			}
+			if n := strings.Count(log.String(), "--write"); n != map[bool]int{true: 1, false: 0}[tc.hint] {
+				t.Errorf("%d --write hints, want hint=%v:\n%s", n, tc.hint, log.String())
+			}
+		})
+	}
+}
+
+// TestTracerMissingRunGoesOn: a tracer that could not be opened makes the
+// run warn, once, and go on (reporting is no protection); closing it is a
+// no-op.
+func TestTracerMissingRunGoesOn(t *testing.T) {
+	s := &tracerStart{done: make(chan struct{}), err: errors.New("load program: operation not permitted")}
+	close(s.done)
+	var log bytes.Buffer
+	s.ready(&log)
+	s.ready(&log)
+	want := "sbx: warning: refusals by Landlock, seccomp and read-only mounts will not be reported: load program: operation not permitted (see sbx doctor)\n"
+	if log.String() != want {
+		t.Errorf("warning %q, want %q", log.String(), want)
+	}
+	s.close()
+}
