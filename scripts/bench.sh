@@ -19,6 +19,11 @@ trap 'rm -rf "$ws" "$out" "$out".*' EXIT
 # The BPF tier's cost per run: opening the pinned wall (warm; cold = load,
 # verify and pin, paid once per boot) and taking an event ring.
 $GO test -tags seccomp -run '^$' -bench 'OpenNet|EventReader' ./bpf/ | tee "$out.bpf" >&2
+# The denial tracer: what an attached sys_exit hook costs every syscall
+# (open+close, host and sandboxed), and a run's attach/detach.
+$GO test -tags seccomp -run '^$' -bench 'TraceOpen|TraceAcquire|OpenTraceWarm' ./bpf/ | tee -a "$out.bpf" >&2
+# The egress proxy: a CONNECT tunnel against a direct loopback connection.
+$GO test -run '^$' -bench 'Tunnel' -benchtime 2s ./egress/ | tee "$out.egress" >&2
 cd "$ws"
 loop='for i in $(seq 2000); do cat /etc/hostname >/dev/null; done'
 # open()-heavy: one process, so startup is negligible next to the opens.
@@ -55,10 +60,14 @@ net = li[0] - sbx[0]
 onet = oi[0] - sbx[0]
 # go test -bench lines: "BenchmarkOpenNet/warm-2  7458  170040 ns/op".
 bench = {}
-for line in open(out + ".bpf"):
-    m = re.match(r"^Benchmark(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op", line)
-    if m:
-        bench[m.group(1)] = float(m.group(3)) / 1e6
+mbs = {}
+for path in (out + ".bpf", out + ".egress"):
+    for line in open(path):
+        m = re.match(r"^Benchmark(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+([\d.]+) MB/s)?", line)
+        if m:
+            bench[m.group(1)] = float(m.group(3)) / 1e6
+            if m.group(4):
+                mbs[m.group(1)] = float(m.group(4))
 print("| measurement | mean | ± σ | ratio |")
 print("|---|---|---|---|")
 print(f"| `sbx run -- true` | {sbx[0]:.1f} ms | {sbx[1]:.1f} ms | {sbx[0]/bw[0]:.2f}x bwrap |")
@@ -76,6 +85,24 @@ row("BPF wall: `EventReader` (take and free a run's ring; per run)", "EventReade
 if "OpenNet/warm" in bench and "EventReader" in bench:
     per_run = bench["OpenNet/warm"] + bench["EventReader"]
     print(f"| BPF wall per run (warm `OpenNet` + `EventReader`) | {per_run:.3f} ms | | {per_run/sbx[0]*100:.1f}% of `sbx run -- true`; goal <= 1 ms |")
+def us(key):
+    return bench[key] * 1000
+if "TraceOpen/host-detached" in bench and "TraceOpen/host-attached" in bench:
+    d, a = us("TraceOpen/host-detached"), us("TraceOpen/host-attached")
+    print(f"| tracer: `open()`+`close()` on the host, detached / attached | {d:.2f} / {a:.2f} us | | {a/d:.2f}x while any run is live |")
+if "TraceOpen/run-attached" in bench:
+    print(f"| tracer: `open()`+`close()` in a run's cgroup, attached | {us('TraceOpen/run-attached'):.2f} us | | |")
+for k, name in (("TraceAcquire/shared", "another run holds it"), ("TraceAcquire/alone-back-to-back", "alone, back to back")):
+    if k in bench:
+        print(f"| tracer: attach + detach per run ({name}) | {bench[k]:.3f} ms | | go test -bench |")
+if "Tunnel/direct/throughput" in mbs and "Tunnel/proxy/throughput" in mbs:
+    d, p = mbs["Tunnel/direct/throughput"], mbs["Tunnel/proxy/throughput"]
+    print(f"| egress: throughput direct / through a CONNECT tunnel | {d:.0f} / {p:.0f} MB/s | | {p/d:.2f}x |")
+if "Tunnel/direct/roundtrip" in bench and "Tunnel/proxy/roundtrip" in bench:
+    d, p = us("Tunnel/direct/roundtrip"), us("Tunnel/proxy/roundtrip")
+    print(f"| egress: 1-byte round trip direct / tunnel | {d:.1f} / {p:.1f} us | | +{p-d:.1f} us per round trip |")
+if "Tunnel/proxy/setup" in bench:
+    print(f"| egress: tunnel setup (connect + CONNECT + 200) | {bench['Tunnel/proxy/setup']:.3f} ms | | |")
 print(f"| peak RSS of a `sbx run -- true` (largest process) | {rss} MiB | | |")
 print()
 print(f"Load average (1, 5, 15 min) before: {load_start}; after: {load_end}.")
