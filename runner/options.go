@@ -84,6 +84,7 @@ type Options struct {
 	tiers    tiers            // filled by spec
 	allow    egress.Allowlist // filled by spec
 	reporter *reporter        // set by Exec to collect the result's violations
+	rootOnly chan []string    // filled by spec: sandbox.RootOnly of /etc, for uid 0
 }
 
 // invoker is the user a run is for: under sudo, the user who ran sudo.
