@@ -55,6 +55,9 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	// From here to libcontainer's cgroup attach nothing needs the cgroup
+	// lock that the warm-up holds while it waits (see warmCgroupAttach).
+	warmCgroupAttach()
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find sbx binary: %w", err)

@@ -7,6 +7,7 @@
 # under the table; compare numbers only from one run of this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 SBX=${SBX:-$PWD/bin/sbx}
 GO=${GO:-go}
 RUNS=${RUNS:-40}
@@ -30,6 +31,7 @@ loop='for i in $(seq 2000); do cat /etc/hostname >/dev/null; done'
 py=$(command -v python3)
 case "$py" in /usr/*|/bin/*) ;; *) py=/usr/bin/python3 ;; esac # visible inside
 opens="for _ in range($OPENS): open('/etc/hostname').close()"
+cc -O2 -static -o "$ws/openloop" "$root/scripts/openloop.c"
 hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$out.start.json" \
   -n "sbx run -- true" "$SBX run -- true" \
   -n "bwrap --unshare-all true" "bwrap --ro-bind / / --unshare-all true" >&2
@@ -39,6 +41,9 @@ hyperfine --warmup 1 --runs 5 --export-json "$out.loop.json" \
 hyperfine -N --warmup 1 --runs 5 --export-json "$out.open.json" \
   -n "opens in sbx" "$SBX run -- $py -c \"$opens\"" \
   -n "opens bare" "$py -c \"$opens\"" >&2
+# The kernel's per-open cost alone, in ns per open()+close() (best of 5).
+ol_bare=$("$ws/openloop" 200000 | awk '{print $2}')
+ol_sbx=$("$SBX" run -- "$ws/openloop" 200000 | awk '{print $2}')
 rss=$(python3 - "$SBX" <<'PY'
 import resource, subprocess, sys
 subprocess.run([sys.argv[1], "run", "--", "true"], check=True)
@@ -46,11 +51,11 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
 PY
 )
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$out" "$rss" "$OPENS" "$load_start" "$load_end" <<'PY'
+python3 - "$out" "$rss" "$OPENS" "$load_start" "$load_end" "$ol_bare" "$ol_sbx" <<'PY'
 import json, re, sys
-out, rss, opens, load_start, load_end = sys.argv[1:6]
+out, rss, opens, load_start, load_end, ol_bare, ol_sbx = sys.argv[1:8]
 def means(path):
-    return {r["command"]: (r["mean"] * 1000, r["stddev"] * 1000) for r in json.load(open(path))["results"]}
+    return {r["command"]: (r["mean"] * 1000, r["stddev"] * 1000, r["min"] * 1000, r["median"] * 1000) for r in json.load(open(path))["results"]}
 s = means(out + ".start.json"); l = means(out + ".loop.json"); o = means(out + ".open.json")
 sbx, bw = s["sbx run -- true"], s["bwrap --unshare-all true"]
 li, lb = l["loop in sbx"], l["loop bare"]
@@ -70,12 +75,14 @@ for path in (out + ".bpf", out + ".egress"):
                 mbs[m.group(1)] = float(m.group(4))
 print("| measurement | mean | ± σ | ratio |")
 print("|---|---|---|---|")
-print(f"| `sbx run -- true` | {sbx[0]:.1f} ms | {sbx[1]:.1f} ms | {sbx[0]/bw[0]:.2f}x bwrap |")
-print(f"| `bwrap --ro-bind / / --unshare-all true` | {bw[0]:.1f} ms | {bw[1]:.1f} ms | 1.00x |")
+print(f"| `sbx run -- true` | {sbx[0]:.1f} ms | {sbx[1]:.1f} ms | {sbx[0]/bw[0]:.2f}x bwrap (min {sbx[2]:.1f} ms, median {sbx[3]:.1f} ms: {sbx[3]/bw[3]:.2f}x) |")
+print(f"| `bwrap --ro-bind / / --unshare-all true` | {bw[0]:.1f} ms | {bw[1]:.1f} ms | 1.00x (min {bw[2]:.1f} ms, median {bw[3]:.1f} ms) |")
 print(f"| 2000x `cat /etc/hostname` in sbx (incl. startup) | {li[0]:.0f} ms | {li[1]:.0f} ms | {net/lb[0]:.3f}x bare (startup subtracted) |")
 print(f"| 2000x `cat /etc/hostname` bare | {lb[0]:.0f} ms | {lb[1]:.0f} ms | 1.000x |")
 print(f"| {opens}x `open()`+`close()` of /etc/hostname (python3) in sbx (incl. startup) | {oi[0]:.0f} ms | {oi[1]:.0f} ms | {onet/ob[0]:.3f}x bare (startup subtracted; target < 1.05x) |")
 print(f"| {opens}x `open()`+`close()` of /etc/hostname (python3) bare | {ob[0]:.0f} ms | {ob[1]:.0f} ms | 1.000x |")
+print(f"| `open()`+`close()` of /etc/hostname in C, in sbx | {float(ol_sbx):.0f} ns | | {float(ol_sbx)/float(ol_bare):.2f}x bare (best of 5 x 200000) |")
+print(f"| `open()`+`close()` of /etc/hostname in C, bare | {float(ol_bare):.0f} ns | | 1.00x |")
 def row(name, key, note=""):
     if key in bench:
         print(f"| {name} | {bench[key]:.3f} ms | | {note} |")
