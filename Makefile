@@ -6,7 +6,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 
-.PHONY: all build deps demo test fuzz vet generate generate-check bench clean vmtest escape
+.PHONY: all build deps demo test test-rootless fuzz vet generate generate-check bench clean vmtest escape
 
 all: build
 
@@ -37,6 +37,11 @@ test: deps vet generate-check build
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./...
 	$(MAKE) fuzz
 	$(MAKE) vmtest
+
+## test-rootless: the rootless suite: run as root, it creates the user
+## sbx-rootless-test (idempotent) and runs every sbx process as that user
+test-rootless: build
+	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 -run 'Rootless|FindDelegation|UsernsRestriction|ContribProfile|ValidateCgroup|PrivateDir|UserStateDir' ./cmd/sbx/ ./runner/ ./sandbox/
 
 FUZZTIME ?= 5s
 ## fuzz: run each fuzz target briefly (seeds live in each package's testdata/fuzz)

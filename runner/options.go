@@ -53,6 +53,10 @@ type Options struct {
 	// (os.Environ() when nil).
 	HostEnv []string
 	Limits  sandbox.Limits
+	// ExplicitLimits names the limits the user asked for (e.g. "--memory"):
+	// a rootless run that cannot enforce them with cgroups refuses to run
+	// rather than fall back to rlimits.
+	ExplicitLimits []string
 	// Timeout kills the whole sandbox when it expires (0: none).
 	Timeout time.Duration
 	// Terminal gives the program a pty proxied to Stdin/Stdout, which must
@@ -76,8 +80,9 @@ type Options struct {
 	// WINCH and pass them to the program; otherwise the caller handles
 	// signals (and may cancel the context).
 	ForwardSignals bool
-	// StateDir is where sbx keeps run state (default /run/sbx). It must
-	// never be visible inside a sandbox.
+	// StateDir is where sbx keeps run state (default /run/sbx, or
+	// [UserStateDir] without root). It must never be visible inside a
+	// sandbox.
 	StateDir string
 
 	who      invoker          // filled by spec

@@ -50,9 +50,15 @@ var lsmProbe = func() error {
 
 // selectTiers decides the file tiers for p, failing closed: a demanded tier
 // that is missing, or no tier at all, is an error naming the protection.
-func selectTiers(p Policy, stateDir string) (tiers, error) {
+// Rootless, the BPF LSM tier never applies and Landlock is the only one.
+func selectTiers(p Policy, stateDir string, rootless bool) (tiers, error) {
 	_, llErr := sandbox.LandlockABI()
-	lsmErr := cachedLSMProbe(stateDir)
+	var lsmErr error
+	if rootless {
+		lsmErr = ErrBPFLSMNeedsRoot
+	} else {
+		lsmErr = cachedLSMProbe(stateDir)
+	}
 	t := tiers{landlock: llErr == nil, bpfLSM: lsmErr == nil}
 	switch p {
 	case PolicyLandlock:

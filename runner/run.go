@@ -66,6 +66,11 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if o.Terminal && (o.Stdin == nil || !term.IsTerminal(int(o.Stdin.Fd()))) {
 		return res, errors.New("--tty: terminal mode needs a terminal on stdin")
 	}
+	if Rootless() {
+		if err := privateDir(o.StateDir); err != nil {
+			return res, err
+		}
+	}
 	dirs := sandbox.Dirs{Root: o.StateDir}
 	if ids, err := sandbox.Reclaim(dirs); err != nil {
 		fmt.Fprintf(o.Log, "sbx: warning: cleaning up after an earlier run: %v\n", err)
@@ -117,26 +122,32 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		rep = o.reporter
 	}
 	defer rep.finish()
-	wall, err := openNetWall()
-	if err != nil {
-		return res, err
-	}
-	defer wall.close()
-	tracer := startTracer(wall)
-	defer tracer.close()
+	var wall *netWall
 	var lsm *lsmTier
-	if o.tiers.bpfLSM {
-		if lsm, err = openLSMTier(wall); err != nil {
+	readyTracer := func() {}
+	if !spec.Rootless {
+		if wall, err = openNetWall(); err != nil {
 			return res, err
 		}
-		defer lsm.close()
+		defer wall.close()
+		tracer := startTracer(wall)
+		defer tracer.close()
+		defer tracer.ready(io.Discard) // on error paths before Exec
+		readyTracer = func() { tracer.ready(o.Log) }
+		if o.tiers.bpfLSM {
+			if lsm, err = openLSMTier(wall); err != nil {
+				return res, err
+			}
+			defer lsm.close()
+		}
+		spec.AllowInetSockets = true // the wall denies them, and reports it
 	}
-	// With the host network there is no wall to prove.
+	// With the host network there is no wall to prove; rootless, seccomp
+	// refuses inet sockets itself (EPERM), which the canary proves.
 	spec.Shim.NetCanary = !o.HostNetwork
 	if len(o.allow) > 0 {
 		spec.ProxyPort = proxyAddr.Port()
 	}
-	spec.AllowInetSockets = true // the wall denies them, and reports it
 
 	var term *terminal
 	if o.Terminal {
@@ -151,6 +162,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	}
 	sb, err := sandbox.Create(spec, dirs, sandbox.Stdio{Stdin: stdinOrNil(o.Stdin), Stdout: o.Stdout, Stderr: o.Stderr})
 	if err != nil {
+		if spec.Rootless {
+			err = usernsError(err)
+		}
 		return res, fmt.Errorf("set up sandbox: %w", err)
 	}
 	defer func() {
@@ -162,11 +176,13 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		}
 	}()
 	rep.setSandbox(sb.Pid(), spec.Workspace, spec.Write)
-	if err := wall.watch(sb.CgroupPaths()[""], rep); err != nil {
-		return res, err
+	if wall != nil {
+		if err := wall.watch(sb.CgroupPaths()[""], rep); err != nil {
+			return res, err
+		}
 	}
 	netPolicy := o.netPolicy()
-	if netPolicy != (bpf.Policy{}) {
+	if netPolicy != (bpf.Policy{}) && wall != nil {
 		if err := wall.allow(sb.CgroupPaths()[""], netPolicy); err != nil {
 			return res, err
 		}
@@ -189,7 +205,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if term != nil {
 		copied = term.attach(sb.Console(), o.Stdout)
 	}
-	tracer.ready(o.Log)
+	readyTracer()
 	if err := sb.Exec(); err != nil {
 		return res, err
 	}
@@ -271,6 +287,9 @@ func (o *Options) fill() error {
 	}
 	if o.StateDir == "" {
 		o.StateDir = DefaultStateDir
+		if Rootless() {
+			o.StateDir = UserStateDir(o.hostLookup)
+		}
 	}
 	if o.Cwd == "" {
 		wd, err := os.Getwd()
@@ -304,8 +323,9 @@ func (o *Options) hostLookup(k string) (string, bool) {
 // returned cleanup removes a throwaway home.
 func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	nop := func() {}
-	if os.Geteuid() != 0 {
-		return nil, nop, errors.New("sbx run needs root for now (namespaces, cgroups and BPF); run it with sudo")
+	rootless := Rootless()
+	if rootless && os.Geteuid() != os.Getuid() {
+		return nil, nop, errors.New("sbx must not be setuid: run it as yourself (rootless) or with sudo")
 	}
 	who, err := currentInvoker(o.hostLookup)
 	if err != nil {
@@ -353,9 +373,19 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	}
 	// Every check that can refuse the run comes before the first thing
 	// written to disk (the home).
-	t, err := selectTiers(o.Policy, o.StateDir)
+	t, err := selectTiers(o.Policy, o.StateDir, rootless)
 	if err != nil {
 		return nil, nop, err
+	}
+	var cgroup string
+	if rootless {
+		if err := rootlessNetwork(o); err != nil {
+			return nil, nop, err
+		}
+		deleg, derr := sandbox.HostDelegation()
+		if cgroup, err = rootlessLimits(o, id, deleg, derr); err != nil {
+			return nil, nop, err
+		}
 	}
 	home, cleanup, err := o.homeDir(who, id, cwd)
 	if err != nil {
@@ -386,6 +416,11 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		GID:        who.gid,
 		Limits:     o.Limits,
 		Terminal:   o.Terminal,
+		Rootless:   rootless,
+		Cgroup:     cgroup,
+	}
+	if rootless && cgroup == "" {
+		spec.Limits.CPUs = 0 // no rlimit for CPU bandwidth (see the note)
 	}
 	if who.uid == 0 || who.gid == 0 {
 		// uid 0 owns root's files without any capability: hide those

@@ -185,6 +185,9 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 		cfg.Namespaces.Remove(configs.NEWNET)
 		cfg.Networks = nil
 	}
+	if s.Rootless {
+		s.rootlessConfig(cfg)
+	}
 	return cfg, nil
 }
 

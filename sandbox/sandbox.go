@@ -128,11 +128,15 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 	if n, limit := execSize(ShimPath, args, env), argMax(); n > limit {
 		return nil, fmt.Errorf("argument list too long: the program's arguments and environment take %d bytes in the sandbox, the kernel accepts %d", n, limit)
 	}
+	uid, gid := spec.UID, spec.GID
+	if spec.Rootless {
+		uid, gid = 0, 0 // the ids the user namespace maps to spec's
+	}
 	p := &libcontainer.Process{
 		Args: args,
 		Env:  env,
 		Cwd:  spec.Cwd,
-		UID:  spec.UID, GID: spec.GID,
+		UID:  uid, GID: gid,
 		Init: true,
 		// fd 3 in the sandbox, closed by the shim before the program runs.
 		ExtraFiles: []*os.File{lifeR},

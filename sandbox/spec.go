@@ -70,6 +70,14 @@ type Spec struct {
 	// ProxyPort is the TCP port of sbx's egress proxy on the sandbox's
 	// loopback (0: none); the Landlock tier lets connects to it through.
 	ProxyPort uint16
+	// Rootless builds the sandbox as an ordinary user: a user namespace
+	// maps container id 0 to UID/GID (which must then be the caller's own
+	// ids), and the program runs as them. See rootless.go.
+	Rootless bool
+	// Cgroup is, for a rootless sandbox, the cgroup (a path below the
+	// cgroup2 mount) to create in a subtree delegated to the user; empty
+	// means there is none, and Limits are applied as rlimits instead.
+	Cgroup string
 	// ShimConfig is passed to the shim inside the sandbox (see [ShimConfig]).
 	Shim ShimConfig
 }
@@ -124,6 +132,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Limits.MemoryBytes < 0 || s.Limits.CPUs < 0 || s.Limits.Pids < 0 {
 		errs = append(errs, errors.New("limits must not be negative"))
+	}
+	if s.Cgroup != "" && (!s.Rootless || !isCleanAbs(s.Cgroup) || s.Cgroup == "/") {
+		errs = append(errs, fmt.Errorf("cgroup %q: want a clean absolute path below the cgroup2 mount, for a rootless sandbox", s.Cgroup))
 	}
 	if s.UID < 0 || s.GID < 0 {
 		errs = append(errs, errors.New("uid and gid must not be negative"))

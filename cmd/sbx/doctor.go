@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -11,14 +13,20 @@ import (
 	"github.com/cilium/ebpf/features"
 
 	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/runner"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
-const doctorUsage = `Usage: sbx doctor
+const doctorUsage = `Usage: sbx doctor [--apparmor-profile]
 
 Checks, on this host, every mechanism sbx builds on and says which tiers
-"sbx run" would use. Exit status 0 only when sbx can enforce both the file
-and the network policy.
+"sbx run" would use, as the user who runs it (with root, or rootless).
+Exit status 0 only when sbx can enforce both the file and the network
+policy.
+
+  --apparmor-profile  print the AppArmor profile that lets this sbx binary
+                      create user namespaces (Ubuntu 23.10+), to install as
+                      /etc/apparmor.d/sbx
 `
 
 // check is one line of the doctor's report.
@@ -32,6 +40,14 @@ func cmdDoctor(args []string, s streams) int {
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 			fmt.Fprint(s.out, doctorUsage)
+			return 0
+		}
+		if args[0] == "--apparmor-profile" && len(args) == 1 {
+			self, err := selfPath()
+			if err != nil {
+				return fail(s, err)
+			}
+			fmt.Fprint(s.out, sandbox.AppArmorProfile(self))
 			return 0
 		}
 		return fail(s, fmt.Errorf("doctor: unexpected argument %q", args[0]))
@@ -64,9 +80,29 @@ func cmdDoctor(args []string, s streams) int {
 	if byName["cgroup bpf"] == nil {
 		net = append(net, "cgroup bpf")
 	}
-	fmt.Fprintf(s.out, "\nfile tiers:    %s\n", orNone(file))
+	rootless := runner.Rootless()
+	if rootless && byName["landlock"] == nil {
+		net = append(net, "landlock tcp bind/connect")
+	}
+	mode := "root"
+	if rootless {
+		mode = "rootless (user namespace)"
+	}
+	fmt.Fprintf(s.out, "\nmode:          %s\n", mode)
+	fmt.Fprintf(s.out, "file tiers:    %s\n", orNone(file))
 	fmt.Fprintf(s.out, "network tiers: %s\n", strings.Join(net, ", "))
-	if len(file) == 0 || byName["seccomp"] != nil || byName["namespaces"] != nil || byName["cgroups"] != nil {
+	if rootless {
+		fmt.Fprintf(s.out, "limits:        %s\n", limitsInfo())
+	}
+	refuse := len(file) == 0 || byName["seccomp"] != nil || byName["namespaces"] != nil
+	if rootless {
+		// Landlock is the only file and TCP tier without root; no
+		// cgroup is needed (rlimits are the fallback).
+		refuse = refuse || byName["landlock"] != nil || byName["user namespaces"] != nil
+	} else {
+		refuse = refuse || byName["cgroups"] != nil
+	}
+	if refuse {
 		fmt.Fprintln(s.out, "verdict:       sbx run would refuse to run here (see the missing lines above)")
 		return 1
 	}
@@ -85,7 +121,12 @@ func doctorChecks() []check {
 	var out []check
 	add := func(name string, info string, err error) { out = append(out, check{name, err, info}) }
 
-	add("root", "", needRoot())
+	rootless := runner.Rootless()
+	if rootless {
+		add("root", "", errors.New("running as uid "+strconv.Itoa(os.Geteuid())+": rootless sandboxes (run with sudo for the BPF tiers)"))
+	} else {
+		add("root", "euid 0", nil)
+	}
 	nsErr := func() error {
 		for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup", "user"} {
 			if _, err := os.Stat("/proc/self/ns/" + ns); err != nil {
@@ -95,17 +136,18 @@ func doctorChecks() []check {
 		return nil
 	}()
 	add("namespaces", "mount, pid, net, ipc, uts, cgroup, user", nsErr)
-	userns := "unprivileged user namespaces allowed"
-	if v, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(v)) == "1" {
-		add("user namespaces", "", errors.New("AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)"))
-	} else {
-		add("user namespaces", userns, nil)
-	}
+	add("user namespaces", usernsInfo(), usernsErr())
 	add("cgroups", cgroupInfo(), cgroupErr())
 	add("seccomp", "filter mode", seccompErr())
-	add("cgroup bpf", "sock_create, connect4/6, sendmsg4/6, bind4/6", cgroupBPFErr())
-	add("bpf lsm", "file_open, path_*, socket_*, ptrace, kill, ioctl hooks", bpf.LSMSupported())
-	add("denial tracer", "tp_btf sys_exit: reports refusals by Landlock, seccomp and read-only mounts", tracerErr())
+	if rootless {
+		add("cgroup bpf", "", runner.ErrCgroupBPFNeedsRoot)
+		add("bpf lsm", "", runner.ErrBPFLSMNeedsRoot)
+		add("denial tracer", "", runner.ErrCgroupBPFNeedsRoot)
+	} else {
+		add("cgroup bpf", "sock_create, connect4/6, sendmsg4/6, bind4/6", cgroupBPFErr())
+		add("bpf lsm", "file_open, path_*, socket_*, ptrace, kill, ioctl hooks", bpf.LSMSupported())
+		add("denial tracer", "tp_btf sys_exit: reports refusals by Landlock, seccomp and read-only mounts", tracerErr())
+	}
 	abi, llErr := sandbox.LandlockABI()
 	add("landlock", fmt.Sprintf("ABI %d", abi), llErr)
 	add("securityfs", "/sys/kernel/security", mountedErr("/sys/kernel/security", "securityfs"))
@@ -113,11 +155,50 @@ func doctorChecks() []check {
 	return out
 }
 
-func needRoot() error {
-	if os.Geteuid() != 0 {
-		return errors.New("sbx run needs root for now; run with sudo")
+// usernsErr says why unprivileged user namespaces (needed rootless) are
+// unavailable, with the fix.
+func usernsErr() error {
+	if v, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(v)) == "0" {
+		return errors.New("disabled (kernel.unprivileged_userns_clone=0; enable: sudo sysctl kernel.unprivileged_userns_clone=1)")
+	}
+	if v, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(v)) == "0" {
+		return errors.New("disabled (user.max_user_namespaces=0; enable: sudo sysctl user.max_user_namespaces=15000)")
+	}
+	if r := sandbox.ReadUsernsRestriction("/proc"); r.Blocks() {
+		self, _ := selfPath()
+		return errors.New(sandbox.AppArmorFix(self))
 	}
 	return nil
+}
+
+func usernsInfo() string {
+	if r := sandbox.ReadUsernsRestriction("/proc"); r.Restricted {
+		return "AppArmor restricts them; this binary's profile (" + r.Label + ") allows them"
+	}
+	return "unprivileged user namespaces allowed"
+}
+
+// limitsInfo says how a rootless run enforces its limits here.
+func limitsInfo() string {
+	d, err := sandbox.HostDelegation()
+	if err == nil && d.Has("memory", "cpu", "pids") {
+		return "cgroup2 limits in the delegated subtree " + d.Dir
+	}
+	if err == nil {
+		err = fmt.Errorf("the delegated subtree %s lacks controllers (has %q)", d.Dir, d.Controllers)
+	}
+	return fmt.Sprintf("rlimits (weaker: %s), because no delegated cgroup2 subtree: %v; explicit --memory/--cpus/--pids refuse to run", sandbox.RlimitLimits, err)
+}
+
+func selfPath() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find sbx binary: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(self); err == nil {
+		self = r
+	}
+	return self, nil
 }
 
 func cgroupInfo() string {

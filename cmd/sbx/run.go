@@ -31,6 +31,11 @@ What the program sees:
 Nothing else: not your home, /root, /var, /run, nor any daemon socket.
 No network (empty network namespace, loopback only) unless --allow-host, no
 capabilities, no_new_privs, a seccomp filter, and cgroup limits.
+Without root (rootless), the same in a user namespace, with Landlock and
+seccomp in place of the BPF tiers (so no --allow-host or --net host), and
+limits as cgroups only where a cgroup2 subtree is delegated to you (else as
+rlimits, with a note; explicit --memory/--cpus/--pids then refuse to run).
+See sbx doctor.
 
 Flags:
   --workspace DIR   directory to work in (default: the current directory);
@@ -160,7 +165,9 @@ func cmdRun(args []string, s streams) int {
 			return fail(s, errors.New("run: --allow-host needs --net none (with --net host everything is reachable)"))
 		}
 		o.HostNetwork = true
-		fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
+		if !runner.Rootless() { // rootless, the run refuses --net host
+			fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
+		}
 	default:
 		return fail(s, fmt.Errorf("run: --net %q: want none or host", netMode))
 	}
@@ -178,6 +185,12 @@ func cmdRun(args []string, s streams) int {
 	}
 	o.ReadOnly, o.ReadWrite, o.Env = ro, rw, env
 	o.Limits = sandbox.Limits{MemoryBytes: mem, CPUs: cpus, Pids: pids}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "memory", "cpus", "pids":
+			o.ExplicitLimits = append(o.ExplicitLimits, "--"+f.Name)
+		}
+	})
 	o.Stdin, o.Stdout, o.Stderr, o.Log = s.in, s.out, s.err, s.err
 	o.ForwardSignals = true
 

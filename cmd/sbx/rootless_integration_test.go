@@ -1,0 +1,523 @@
+package main
+
+// Rootless: sbx run and sbx exec by an ordinary user. The tests run as
+// root only to create the test user (useradd, idempotent) and hand it a
+// copy of the binary and a workspace; every sbx process then runs with the
+// user's ids and nothing of root (no capabilities, no sudo variables).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// rootlessUser is the test user, created by the tests' setup.
+const rootlessUser = "sbx-rootless-test"
+
+var (
+	rootlessOnce sync.Once
+	rootlessErr  error
+	rootlessAcct struct {
+		uid, gid int
+		home     string
+		bin      string // a copy of sbxBin the user can read and run
+	}
+)
+
+// setupRootless creates the test user (once, idempotent) and a copy of the
+// binary it can execute.
+func setupRootless(t *testing.T) {
+	t.Helper()
+	requireRoot(t) // only to create the user: the runs are rootless
+	rootlessOnce.Do(func() {
+		if _, err := user.Lookup(rootlessUser); err != nil {
+			out, err := exec.Command("useradd", "--system", "--create-home", "--home-dir", "/home/"+rootlessUser, "--shell", "/bin/sh", rootlessUser).CombinedOutput()
+			if err != nil && !strings.Contains(string(out), "already exists") {
+				rootlessErr = fmt.Errorf("useradd %s: %v: %s", rootlessUser, err, out)
+				return
+			}
+		}
+		u, err := user.Lookup(rootlessUser)
+		if err != nil {
+			rootlessErr = err
+			return
+		}
+		rootlessAcct.uid, _ = strconv.Atoi(u.Uid)
+		rootlessAcct.gid, _ = strconv.Atoi(u.Gid)
+		rootlessAcct.home = u.HomeDir
+		dir, err := os.MkdirTemp("", "sbx-rootless-bin-")
+		if err == nil {
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			rootlessErr = err
+			return
+		}
+		data, err := os.ReadFile(sbxBin)
+		if err != nil {
+			rootlessErr = err
+			return
+		}
+		rootlessAcct.bin = filepath.Join(dir, "sbx")
+		rootlessErr = os.WriteFile(rootlessAcct.bin, data, 0o755)
+	})
+	if rootlessErr != nil {
+		t.Fatalf("set up the rootless test user: %v", rootlessErr)
+	}
+}
+
+// rlBox is one rootless test's world: a workspace and a data home owned by
+// the test user, and a runtime dir of its own (its state dir lies there).
+type rlBox struct {
+	t                *testing.T
+	ws, data, runDir string
+}
+
+func newRootlessBox(t *testing.T) *rlBox {
+	t.Helper()
+	setupRootless(t)
+	t.Parallel()
+	b := &rlBox{t: t, ws: t.TempDir(), data: t.TempDir(), runDir: t.TempDir()}
+	for _, d := range []string{filepath.Dir(b.ws), filepath.Dir(b.data), filepath.Dir(b.runDir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{b.ws, b.data, b.runDir} {
+		if err := os.Chown(d, rootlessAcct.uid, rootlessAcct.gid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+// stateDir is where sbx keeps this box's state.
+func (b *rlBox) stateDir() string { return filepath.Join(b.runDir, "sbx") }
+
+// cmd returns name args... as the test user, in the workspace, with a
+// user's environment (no SUDO_*, the box's XDG dirs).
+func (b *rlBox) cmd(ctx context.Context, env []string, name string, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, name, args...)
+	c.Dir = b.ws
+	c.Env = append([]string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + rootlessAcct.home,
+		"USER=" + rootlessUser,
+		"LANG=C.UTF-8",
+		"XDG_DATA_HOME=" + b.data,
+		"XDG_RUNTIME_DIR=" + b.runDir,
+	}, env...)
+	c.SysProcAttr = &syscall.SysProcAttr{
+		Credential: &syscall.Credential{Uid: uint32(rootlessAcct.uid), Gid: uint32(rootlessAcct.gid), Groups: []uint32{}},
+		Setsid:     true,
+	}
+	c.WaitDelay = 5 * time.Second
+	return c
+}
+
+// sbx runs the rootless binary as the test user and checks that nothing
+// of the run is left: no state entries, no processes of the user.
+func (b *rlBox) sbx(stdin string, env []string, args ...string) result {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	c := b.cmd(ctx, env, rootlessAcct.bin, args...)
+	c.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	start := time.Now()
+	err := c.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), code: exitCode(err), elapsed: time.Since(start)}
+	if ctx.Err() != nil {
+		b.t.Fatalf("sbx %q did not end within %v\n%v", args, runTimeout, r)
+	}
+	if r.code < 0 {
+		b.t.Fatalf("sbx %q: %v", args, err)
+	}
+	b.assertClean()
+	return r
+}
+
+func (b *rlBox) run(args ...string) result {
+	b.t.Helper()
+	return b.sbx("", nil, append([]string{"run"}, args...)...)
+}
+
+// host runs name as the test user on the host (the control of a denial).
+func (b *rlBox) host(name string, args ...string) result {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	c := b.cmd(ctx, nil, name, args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	return result{stdout: out.String(), stderr: errb.String(), code: exitCode(err)}
+}
+
+// assertClean checks that the box's state dir holds no run, no
+// libcontainer state and no staging manifest, and that no process of the
+// sandbox is left (they would run in the box's workspace).
+func (b *rlBox) assertClean() {
+	b.t.Helper()
+	for _, sub := range []string{"run", "lc"} {
+		entries, _ := os.ReadDir(filepath.Join(b.stateDir(), sub))
+		for _, e := range entries {
+			b.t.Errorf("left behind in the state dir: %s", filepath.Join(b.stateDir(), sub, e.Name()))
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cwd")
+	for _, p := range procs {
+		if cwd, err := os.Readlink(p); err == nil && (cwd == b.ws || strings.HasPrefix(cwd, b.ws+"/")) {
+			b.t.Errorf("process %s outlived sbx (cwd %s)", filepath.Base(filepath.Dir(p)), cwd)
+		}
+	}
+}
+
+func TestRootlessExitCodes(t *testing.T) {
+	b := newRootlessBox(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"true", []string{"true"}, 0},
+		{"exit 7", []string{"sh", "-c", "exit 7"}, 7},
+		{"signal", []string{"sh", "-c", "kill -TERM $$"}, 128 + 15},
+		{"not found", []string{"no-such-command-sbx"}, 127},
+		{"not executable", []string{"/etc/hostname"}, 126},
+	} {
+		r := b.run(append([]string{"--"}, tc.args...)...)
+		if r.code != tc.want {
+			t.Errorf("%s: got %v, want exit %d", tc.name, r, tc.want)
+		}
+	}
+	if r := b.run("--no-such-flag", "--", "true"); r.code != exitSbxError {
+		t.Errorf("bad flag: got %v, want 125", r)
+	}
+}
+
+// The program is the user on the host (files it writes are the user's),
+// without any capability, and the state dir is the user's runtime dir.
+func TestRootlessIdentity(t *testing.T) {
+	b := newRootlessBox(t)
+	r := b.run("-w", "--", "sh", "-c", "grep -E '^Cap(Eff|Prm|Bnd|Amb)' /proc/self/status; touch made-inside")
+	if r.code != 0 {
+		t.Fatalf("got %v", r)
+	}
+	for _, l := range lines(r.stdout) {
+		if !strings.HasSuffix(l, "0000000000000000") {
+			t.Errorf("capability set not empty: %q", l)
+		}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(b.ws, "made-inside"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if int(st.Uid) != rootlessAcct.uid || int(st.Gid) != rootlessAcct.gid {
+		t.Errorf("file written inside owned by %d:%d on the host, want the user's %d:%d", st.Uid, st.Gid, rootlessAcct.uid, rootlessAcct.gid)
+	}
+	if _, err := os.Stat(filepath.Join(b.stateDir(), "run")); err != nil {
+		t.Errorf("state not kept under $XDG_RUNTIME_DIR/sbx: %v", err)
+	}
+}
+
+func TestRootlessReadOnly(t *testing.T) {
+	b := newRootlessBox(t)
+	touch := func(p string) []string {
+		return []string{"--", "sh", "-c", "touch " + shellQuote(p) + " && echo ok"}
+	}
+	for _, p := range []string{"/usr/sbx-rootless", "/etc/sbx-rootless", filepath.Join(b.ws, "f")} {
+		r := b.run(touch(p)...)
+		if r.code == 0 || !strings.Contains(r.stderr, "Read-only file system") {
+			t.Errorf("touch %s: got %v, want EROFS", p, r)
+		}
+	}
+	if r := b.run(append([]string{"--write"}, touch(filepath.Join(b.ws, "f"))...)...); r.code != 0 || r.stdout != "ok\n" {
+		t.Errorf("touch in the workspace with --write: got %v", r)
+	}
+	if r := b.run(touch("/tmp/f")...); r.code != 0 {
+		t.Errorf("touch /tmp/f: got %v", r)
+	}
+	if r := b.run("--", "sh", "-c", `touch "$HOME/f"`); r.code != 0 {
+		t.Errorf("touch $HOME/f: got %v", r)
+	}
+}
+
+// The user's real home and /root are not there; the sandbox home is.
+func TestRootlessHostHomeInvisible(t *testing.T) {
+	b := newRootlessBox(t)
+	secret := filepath.Join(rootlessAcct.home, uniqueName(t, "secret"))
+	writeFile(t, secret, "x", 0o600)
+	if err := os.Chown(secret, rootlessAcct.uid, rootlessAcct.gid); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(secret) })
+	if r := b.host("cat", secret); r.code != 0 || r.stdout != "x" {
+		t.Fatalf("control: the user cannot read its own file on the host: %v", r)
+	}
+	r := b.run("--", "cat", secret)
+	if r.code == 0 || !strings.Contains(r.stderr, "No such file or directory") {
+		t.Errorf("host home file readable inside: %v", r)
+	}
+	if r := b.run("--", "ls", "/root", "/run", "/var"); r.code == 0 {
+		t.Errorf("/root, /run, /var visible: %v", r)
+	}
+}
+
+// Network: no inet socket at all (seccomp, EPERM), so a listener on the
+// host's loopback that the user reaches outside cannot be reached inside.
+func TestRootlessNetworkDenied(t *testing.T) {
+	b := newRootlessBox(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	script := fmt.Sprintf(`use Socket; use Errno;
+for my $f ([PF_INET, "inet"], [PF_INET6, "inet6"], [PF_NETLINK, "netlink"], [PF_PACKET, "packet"]) {
+  if (socket(my $s, $f->[0], SOCK_STREAM, 0)) { print "$f->[1] socket ok\n"; close $s } else { printf "%%s socket errno %%d\n", $f->[1], $!+0 }
+}
+socket(my $s, PF_INET, SOCK_STREAM, 0) or exit 3;
+connect($s, pack_sockaddr_in(%d, inet_aton("127.0.0.1"))) or die "connect: $!\n";
+print "connected: ", scalar <$s>;`, port)
+	if r := b.host("perl", "-e", script); !strings.Contains(r.stdout, "connected: hello") {
+		t.Fatalf("control: the user cannot reach the host listener outside: %v", r)
+	}
+	r := b.run("--", "perl", "-e", script)
+	want := fmt.Sprintf("inet socket errno %d\ninet6 socket errno %d\nnetlink socket errno %d\npacket socket errno %d\n", syscall.EPERM, syscall.EPERM, syscall.EPERM, syscall.EPERM)
+	if r.code != 3 || r.stdout != want {
+		t.Errorf("got %v, want exit 3 and\n%s", r, want)
+	}
+	// AF_UNIX still works.
+	if r := b.run("--", "perl", "-e", `use Socket; socketpair(my $a, my $b, AF_UNIX, SOCK_STREAM, 0) or die "$!\n"; print "ok\n"`); r.stdout != "ok\n" {
+		t.Errorf("AF_UNIX socketpair: %v", r)
+	}
+}
+
+// The network options that need the BPF wall refuse to run rootless
+// (125, nothing run, nothing left) instead of giving a different sandbox;
+// as root the same flags run (TestEgressAllowedHost, TestNetHost).
+func TestRootlessNetworkOptionsRefused(t *testing.T) {
+	b := newRootlessBox(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--allow-host", "example.com"}, "sbx: --allow-host: the egress proxy needs root"},
+		{[]string{"--net", "host"}, "sbx: --net host: needs root"},
+	} {
+		r := b.run(append(append([]string{"-w"}, tc.args...), "--", "touch", "ran")...)
+		if r.code != exitSbxError || !strings.HasPrefix(r.stderr, tc.want) || r.stdout != "" {
+			t.Errorf("%q: got %v, want exit 125 and stderr starting %q", tc.args, r, tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(b.ws, "ran")); !os.IsNotExist(err) {
+			t.Errorf("%q: the program ran (stat: %v)", tc.args, err)
+		}
+	}
+	if r := b.run("--net", "none", "--", "true"); r.code != 0 {
+		t.Errorf("--net none (the default) must run rootless: %v", r)
+	}
+}
+
+// Landlock: the sbx binary is bind-mounted in the sandbox (for its PID 1)
+// but outside the file policy: the program cannot read it, though the same
+// user reads it outside, and though the mount itself is readable.
+func TestRootlessLandlockDenies(t *testing.T) {
+	b := newRootlessBox(t)
+	if r := b.host("head", "-c", "4", rootlessAcct.bin); r.code != 0 || r.stdout != "\x7fELF" {
+		t.Fatalf("control: the user cannot read the binary outside: %v", r)
+	}
+	r := b.run("--", "head", "-c", "4", "/.sbx/sbx")
+	if r.code == 0 || !strings.Contains(r.stderr, "Permission denied") {
+		t.Errorf("read of a file outside the Landlock policy: got %v, want EACCES", r)
+	}
+}
+
+// Without a delegated cgroup (this host: hybrid v1), the default limits
+// become rlimits, with one note; explicit limits refuse to run.
+func TestRootlessLimits(t *testing.T) {
+	b := newRootlessBox(t)
+	r := b.run("--", "grep", "-E", "^Max (processes|address space)", "/proc/self/limits")
+	if r.code != 0 {
+		t.Fatalf("got %v", r)
+	}
+	got := strings.Join(strings.Fields(r.stdout), " ")
+	if want := fmt.Sprintf("Max processes 256 256 processes Max address space %d %d bytes", 4<<30, 4<<30); got != want {
+		t.Errorf("rlimits inside: got %q, want %q", r.stdout, want)
+	}
+	if n := strings.Count(r.stderr, "sbx: note: limits are rlimits, weaker than cgroups"); n != 1 {
+		t.Errorf("want the rlimit note once on stderr, got %d times: %q", n, r.stderr)
+	}
+	// The pid limit holds: a 300th process cannot be forked.
+	r = b.run("--", "sh", "-c", "for i in $(seq 300); do sleep 3 & done; wait; echo done")
+	if !strings.Contains(r.stderr, "fork") {
+		t.Errorf("300 processes under the 256 limit: got %v, want a failed fork", r)
+	}
+	for _, flag := range []string{"--memory=1g", "--cpus=2", "--pids=64"} {
+		r := b.run(flag, "--", "true")
+		name, _, _ := strings.Cut(flag, "=")
+		if r.code != exitSbxError || !strings.Contains(r.stderr, name+": cannot enforce as cgroup limits without root") || !strings.Contains(r.stderr, "fix:") {
+			t.Errorf("%s without delegation: got %v, want 125 naming the fix", flag, r)
+		}
+	}
+}
+
+// sbx exec: the JSON tool works rootless too.
+func TestRootlessExec(t *testing.T) {
+	b := newRootlessBox(t)
+	writeFile(t, filepath.Join(b.ws, "in.txt"), "data\n", 0o644)
+	req, _ := json.Marshal(map[string]any{"command": []string{"cat", "in.txt"}, "workspace": b.ws})
+	r := b.sbx(string(req), nil, "exec")
+	var res struct {
+		Status   string `json:"status"`
+		ExitCode *int   `json:"exitCode"`
+		Output   string `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("result: %v\n%v", err, r)
+	}
+	if res.ExitCode == nil || *res.ExitCode != 0 || !strings.Contains(res.Output, "data") {
+		t.Errorf("exec: got %+v\n%v", res, r)
+	}
+}
+
+// doctor as the user names the rootless tiers and why the BPF ones are out.
+func TestRootlessDoctor(t *testing.T) {
+	b := newRootlessBox(t)
+	r := b.sbx("", nil, "doctor")
+	for _, want := range []string{"cgroup BPF needs root", "BPF LSM needs root", "mode:          rootless", "file tiers:    landlock", "seccomp socket filter", "landlock tcp bind/connect", "limits:        rlimits"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r.code != 0 {
+		t.Errorf("doctor: exit %d, want 0 (Landlock and user namespaces are there)\n%s", r.code, r.stdout)
+	}
+	p := b.sbx("", nil, "doctor", "--apparmor-profile")
+	if !strings.Contains(p.stdout, "profile sbx "+rootlessAcct.bin+" flags=(unconfined)") || !strings.Contains(p.stdout, "userns,") {
+		t.Errorf("apparmor profile: %v", p)
+	}
+}
+
+// start starts sbx as the test user with its stdout on a pipe, and returns
+// it once the program has printed "ready".
+func (b *rlBox) startReady(args ...string) (*exec.Cmd, *bytes.Buffer, context.CancelFunc) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	c := b.cmd(ctx, nil, rootlessAcct.bin, args...)
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	c.Stdout, c.Stderr = w, &errb
+	if err := c.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	w.Close()
+	line := make([]byte, 6)
+	if _, err := r.Read(line); err != nil || string(line) != "ready\n" {
+		b.t.Fatalf("no ready line: %q %v, stderr %q", line, err, errb.String())
+	}
+	go func() { _, _ = bytes.NewBuffer(nil).ReadFrom(r); r.Close() }()
+	return c, &errb, cancel
+}
+
+func TestRootlessSignalsAndTimeout(t *testing.T) {
+	b := newRootlessBox(t)
+	if r := b.run("--timeout", "500ms", "--", "sleep", "30"); r.code != 124 || !strings.Contains(r.stderr, "timed out") {
+		t.Errorf("timeout: got %v, want 124", r)
+	}
+	c, errb, cancel := b.startReady("run", "--", "sh", "-c", `trap 'echo got-term >&2; exit 3' TERM; echo ready; while :; do sleep 0.1; done`)
+	defer cancel()
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Wait()
+	if code := exitCode(err); code != 3 || !strings.Contains(errb.String(), "got-term") {
+		t.Errorf("SIGTERM forwarded: exit %d, stderr %q; want 3 and got-term", code, errb.String())
+	}
+	b.assertClean()
+}
+
+// SIGKILL of sbx takes the whole sandbox with it (the shim's lifeline),
+// and the next run reclaims the state the killed one left.
+func TestRootlessSIGKILLNoOrphans(t *testing.T) {
+	b := newRootlessBox(t)
+	c, _, cancel := b.startReady("run", "--", "sh", "-c", "sleep 300 & echo ready; wait")
+	defer cancel()
+	alive := func() bool {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cwd")
+		for _, p := range procs {
+			if cwd, err := os.Readlink(p); err == nil && cwd == b.ws {
+				return true
+			}
+		}
+		return false
+	}
+	if !alive() {
+		t.Fatal("cannot see the sandbox's processes by their cwd: the check below would prove nothing")
+	}
+	if err := c.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if !alive() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sandbox processes outlived a SIGKILLed sbx by 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := b.run("--", "true") // reclaims, then checks the state dir is clean
+	if r.code != 0 || !strings.Contains(r.stderr, "cleaned up 1 sandbox(es)") {
+		t.Errorf("next run: got %v, want it to reclaim the killed run", r)
+	}
+}
+
+// The pty path, under script(1) as the user.
+func TestRootlessTerminal(t *testing.T) {
+	b := newRootlessBox(t)
+	r := b.sbxVia("script", "-qec", rootlessAcct.bin+" run -- sh -c 'tty; test -t 0 && echo is-a-tty'", "/dev/null")
+	if r.code != 0 || !strings.Contains(r.stdout, "/dev/pts/0") || !strings.Contains(r.stdout, "is-a-tty") {
+		t.Errorf("under script: got %v", r)
+	}
+}
+
+// sbxVia runs a wrapper (script) around sbx as the test user.
+func (b *rlBox) sbxVia(name string, args ...string) result {
+	b.t.Helper()
+	r := b.host(name, args...)
+	b.assertClean()
+	return r
+}

@@ -1,0 +1,132 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/sandbox"
+)
+
+// Without root, sbx builds rootless sandboxes (see package sandbox): a user
+// namespace instead of root's ids, Landlock, the empty network namespace
+// and a seccomp filter that refuses every socket family but AF_UNIX instead
+// of the BPF tiers (loading cgroup BPF and LSM programs needs root), and
+// cgroup limits only where a cgroup2 subtree is delegated to the user,
+// rlimits otherwise.
+
+// Rootless reports whether sbx runs without root and so builds rootless
+// sandboxes.
+func Rootless() bool { return os.Geteuid() != 0 }
+
+// Why the BPF tiers do not apply to a rootless run, as doctor says it.
+var (
+	ErrCgroupBPFNeedsRoot = errors.New("cgroup BPF needs root (CAP_BPF and CAP_NET_ADMIN on the host)")
+	ErrBPFLSMNeedsRoot    = errors.New("BPF LSM needs root (CAP_BPF and CAP_MAC_ADMIN on the host)")
+)
+
+// UserStateDir is the state directory of a rootless sbx:
+// $XDG_RUNTIME_DIR/sbx, or /tmp/sbx-UID when XDG_RUNTIME_DIR is unset.
+func UserStateDir(env func(string) (string, bool)) string {
+	if d, ok := env("XDG_RUNTIME_DIR"); ok && filepath.IsAbs(d) {
+		return filepath.Join(filepath.Clean(d), "sbx")
+	}
+	return filepath.Join("/tmp", "sbx-"+strconv.Itoa(os.Geteuid()))
+}
+
+// privateDir creates dir (mode 0700) if needed and checks that it is a real
+// directory of the calling user that nobody else can write: a state dir in
+// /tmp that someone else created first could be a trap.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create state dir %s: %w", dir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("state dir %s: not a directory", dir)
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("state dir %s: owned by uid %d, not by you (remove it or set XDG_RUNTIME_DIR)", dir, st.Uid)
+	}
+	if st.Mode&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("state dir %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// rootlessLimits decides how a rootless run enforces o.Limits: in a cgroup
+// of the delegated subtree when there is one with the needed controllers
+// (returned as the spec's cgroup path), else as rlimits with a note on
+// o.Log. Limits the user asked for explicitly (o.ExplicitLimits) that only a
+// cgroup can enforce make it fail closed instead.
+func rootlessLimits(o *Options, id string, deleg sandbox.Delegation, delegErr error) (string, error) {
+	var need []string
+	if o.Limits.MemoryBytes > 0 {
+		need = append(need, "memory")
+	}
+	if o.Limits.CPUs > 0 {
+		need = append(need, "cpu")
+	}
+	if o.Limits.Pids > 0 {
+		need = append(need, "pids")
+	}
+	if delegErr == nil && deleg.Has(need...) {
+		return deleg.CgroupFor(id), nil
+	}
+	why := delegErr
+	if why == nil {
+		why = fmt.Errorf("the delegated cgroup %s offers %q, not all of %q", deleg.Dir, deleg.Controllers, need)
+	}
+	if len(o.ExplicitLimits) > 0 {
+		return "", fmt.Errorf("%s: cannot enforce as cgroup limits without root: no delegated cgroup2 subtree (%v); "+
+			"fix: run under a systemd user session with cgroup2 delegation (systemd-run --user --scope, Delegate=yes for user@.service), "+
+			"or prepare one once with root (see docs/rootless.md), or drop the flag to accept weaker rlimits",
+			strings.Join(o.ExplicitLimits, ", "), why)
+	}
+	writeLimitsNote(o.Log, why)
+	return "", nil
+}
+
+func writeLimitsNote(w io.Writer, why error) {
+	fmt.Fprintf(w, "sbx: note: limits are rlimits, weaker than cgroups: %s (no delegated cgroup2 subtree: %v)\n", sandbox.RlimitLimits, why)
+}
+
+// usernsError adds the exact fix to a sandbox that could not be created
+// when AppArmor restricts user namespaces for this binary.
+func usernsError(err error) error {
+	if !sandbox.ReadUsernsRestriction("/proc").Blocks() {
+		return err
+	}
+	self, serr := os.Executable()
+	if serr != nil {
+		self = "sbx"
+	} else if r, e := filepath.EvalSymlinks(self); e == nil {
+		self = r
+	}
+	return fmt.Errorf("%w: %s", err, sandbox.AppArmorFix(self))
+}
+
+// rootlessNetwork refuses the network options a rootless run cannot honour:
+// the egress proxy's exceptions and the host network are opened in the BPF
+// wall, and loading it needs root. Rootless, seccomp refuses every inet
+// socket, so running anyway would quietly give a different sandbox.
+func rootlessNetwork(o *Options) error {
+	switch {
+	case len(o.allow) > 0:
+		return fmt.Errorf("--allow-host: the egress proxy needs root (its exceptions live in the BPF network wall: %v); run sbx with sudo", ErrCgroupBPFNeedsRoot)
+	case o.HostNetwork:
+		return errors.New("--net host: needs root (a rootless sandbox refuses inet sockets with seccomp, since the BPF wall that opens the host network needs root); run sbx with sudo")
+	}
+	return nil
+}

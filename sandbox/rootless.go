@@ -1,0 +1,67 @@
+package sandbox
+
+import (
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+)
+
+// Rootless sandboxes are built by an ordinary user, without any privilege.
+// A new user namespace maps one id, the user's own, and libcontainer's
+// bootstrap becomes uid 0 of that namespace (it switches to root in every
+// user namespace it creates, so 0 is the id that must be mapped: a single
+// mapping written by the process itself, no newuidmap). The program runs
+// as that id: on the host it is the user, inside it is called 0 but has no
+// capabilities (empty bounding and ambient sets, no_new_privs), and every
+// host file not owned by the user appears owned by the overflow id
+// (nobody). The mount, PID, IPC, UTS, network and cgroup namespaces are
+// the same as root's, and owned by the new user namespace.
+
+// rootlessConfig turns cfg, built for root, into its rootless form.
+func (s *Spec) rootlessConfig(cfg *configs.Config) {
+	cfg.RootlessEUID = true
+	cfg.RootlessCgroups = true
+	cfg.Namespaces = append(cfg.Namespaces, configs.Namespace{Type: configs.NEWUSER})
+	cfg.UIDMappings = []configs.IDMap{{ContainerID: 0, HostID: int64(s.UID), Size: 1}}
+	cfg.GIDMappings = []configs.IDMap{{ContainerID: 0, HostID: int64(s.GID), Size: 1}}
+	// Device nodes are bind-mounted from the host (a user namespace
+	// cannot mknod); the devices controller is root's.
+	cfg.Cgroups.Resources.Devices = nil
+	if s.Cgroup != "" {
+		// A delegated cgroup2 subtree: the limits are cgroup limits,
+		// as for root.
+		cfg.Cgroups.Path = s.Cgroup
+		cfg.Cgroups.Rootless = true
+		return
+	}
+	// No cgroup the user may write: libcontainer then tolerates the
+	// permission errors of an empty path, and the program stays in the
+	// caller's cgroup. The limits become rlimits (see [RlimitLimits]).
+	cfg.Cgroups = &cgroups.Cgroup{Parent: CgroupParent, Name: s.ID, Rootless: true, Resources: &cgroups.Resources{}}
+	cfg.Rlimits = append(cfg.Rlimits, s.rlimits()...)
+}
+
+// RlimitLimits describes what the rlimit fallback of a rootless sandbox
+// without a delegated cgroup enforces, and how it is weaker than cgroups.
+const RlimitLimits = "RLIMIT_AS caps each process's address space at 8x the memory limit (per process, not the sandbox as a whole; reserved, not used, memory), RLIMIT_NPROC caps the processes of the sandbox's user namespace, CPU is not limited"
+
+// ASFactor is how much larger than the memory limit the RLIMIT_AS of the
+// rlimit fallback is: address space is not memory, and runtimes reserve
+// far more than they use (node and every Go program fail to start with an
+// address space of 512 MiB; both run at 1 GiB).
+const ASFactor = 8
+
+// rlimits are the limits of s as rlimits, for a rootless sandbox without
+// a delegated cgroup. RLIMIT_NPROC is counted per user namespace (Linux
+// 5.14+), so it counts the sandbox's own processes.
+func (s *Spec) rlimits() []configs.Rlimit {
+	var out []configs.Rlimit
+	if m := s.Limits.MemoryBytes; m > 0 {
+		as := uint64(m) * ASFactor
+		out = append(out, configs.Rlimit{Type: unix.RLIMIT_AS, Hard: as, Soft: as})
+	}
+	if p := s.Limits.Pids; p > 0 {
+		out = append(out, configs.Rlimit{Type: unix.RLIMIT_NPROC, Hard: uint64(p), Soft: uint64(p)})
+	}
+	return out
+}

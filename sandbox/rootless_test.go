@@ -1,0 +1,173 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+)
+
+func TestRootlessConfig(t *testing.T) {
+	s := testSpec()
+	s.Rootless = true
+	cfg, err := s.Config("/tmp/sbx-1000/run/x/rootfs", "/usr/local/bin/sbx", testLayout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.RootlessEUID || !cfg.RootlessCgroups || !cfg.Cgroups.Rootless {
+		t.Errorf("rootless flags not set: euid=%v cgroups=%v manager=%v", cfg.RootlessEUID, cfg.RootlessCgroups, cfg.Cgroups.Rootless)
+	}
+	for _, ns := range []configs.NamespaceType{configs.NEWUSER, configs.NEWNS, configs.NEWPID, configs.NEWIPC, configs.NEWUTS, configs.NEWNET, configs.NEWCGROUP} {
+		if !cfg.Namespaces.Contains(ns) {
+			t.Errorf("no %s namespace", ns)
+		}
+	}
+	want := []configs.IDMap{{ContainerID: 0, HostID: 1000, Size: 1}}
+	if len(cfg.UIDMappings) != 1 || cfg.UIDMappings[0] != want[0] || len(cfg.GIDMappings) != 1 || cfg.GIDMappings[0] != want[0] {
+		t.Errorf("mappings uid %v gid %v, want the single %v", cfg.UIDMappings, cfg.GIDMappings, want)
+	}
+	r := cfg.Cgroups.Resources
+	if r.Memory != 0 || r.CpuQuota != 0 || r.PidsLimit != nil || len(r.Devices) != 0 || cfg.Cgroups.Path != "" {
+		t.Errorf("cgroup limits set without a delegated cgroup: %+v path %q", r, cfg.Cgroups.Path)
+	}
+	got := map[int]uint64{}
+	for _, rl := range cfg.Rlimits {
+		if rl.Soft != rl.Hard {
+			t.Errorf("rlimit %d: soft %d != hard %d (the program could raise it)", rl.Type, rl.Soft, rl.Hard)
+		}
+		got[rl.Type] = rl.Hard
+	}
+	if got[unix.RLIMIT_AS] != 512<<20*ASFactor || got[unix.RLIMIT_NPROC] != 256 {
+		t.Errorf("rlimits %v, want AS %d and NPROC 256", got, 512<<20*ASFactor)
+	}
+	if cfg.Seccomp == nil {
+		t.Error("no seccomp filter")
+	}
+
+	// With a delegated subtree the limits are cgroup limits again.
+	s.Cgroup = "/user.slice/user-1000.slice/user@1000.service/sbx/" + s.ID
+	cfg, err = s.Config("/tmp/sbx-1000/run/x/rootfs", "/usr/local/bin/sbx", testLayout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cgroups.Path != s.Cgroup || cfg.Cgroups.Resources.Memory != 512<<20 || cfg.Cgroups.Resources.PidsLimit == nil {
+		t.Errorf("delegated: path %q resources %+v", cfg.Cgroups.Path, cfg.Cgroups.Resources)
+	}
+	for _, rl := range cfg.Rlimits {
+		if rl.Type == unix.RLIMIT_AS || rl.Type == unix.RLIMIT_NPROC {
+			t.Errorf("delegated: rlimit %d set as well", rl.Type)
+		}
+	}
+
+	// Root's config is untouched.
+	s.Rootless, s.Cgroup = false, ""
+	cfg, err = s.Config("/run/sbx/run/x/rootfs", "/usr/local/bin/sbx", testLayout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RootlessEUID || cfg.Namespaces.Contains(configs.NEWUSER) || len(cfg.UIDMappings) != 0 {
+		t.Error("root's config got rootless settings")
+	}
+}
+
+func TestValidateCgroup(t *testing.T) {
+	s := testSpec()
+	s.Cgroup = "/user.slice/x"
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "rootless") {
+		t.Errorf("cgroup for a root sandbox: %v", err)
+	}
+	s.Rootless = true
+	if err := s.Validate(); err != nil {
+		t.Errorf("valid rootless cgroup: %v", err)
+	}
+	s.Cgroup = "/user.slice/../x"
+	if err := s.Validate(); err == nil {
+		t.Error("unclean cgroup path accepted")
+	}
+}
+
+// fakeCgroup2 lays out a cgroup2 tree with user@UID.service as dir owned by
+// the caller (these tests run as whoever runs go test: the ownership check
+// compares with the caller's uid).
+func fakeCgroup2(t *testing.T, uid int, subtree string, writable bool) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "user.slice", "user-1000.slice", "user@1000.service")
+	if err := os.MkdirAll(filepath.Join(dir, "app.slice", "x.scope"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"cgroup.procs", "cgroup.subtree_control"} {
+		mode := os.FileMode(0o644)
+		if !writable {
+			mode = 0o444
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(subtree), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestFindDelegation(t *testing.T) {
+	me := os.Geteuid()
+	self := "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n"
+	for _, tc := range []struct {
+		name     string
+		unified  bool
+		self     string
+		uid      int
+		subtree  string
+		writable bool
+		want     string // error substring, "" for found
+	}{
+		{"delegated", true, self, 1000, "cpu memory pids\n", true, ""},
+		{"hybrid", false, self, 1000, "cpu memory pids", true, "cgroup v1"},
+		{"no session", true, "0::/system.slice/ssh.service\n", 1000, "", true, "not in a systemd user session"},
+		{"other user's session", true, self, 1001, "", true, "user@1001.service"},
+		{"v1 only entries", true, "4:memory:/user.slice\n", 1000, "", true, "no cgroup2 entry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := fakeCgroup2(t, tc.uid, tc.subtree, tc.writable)
+			// The ownership check uses the real owner: the caller.
+			uid := tc.uid
+			if tc.want == "" {
+				uid = me
+				tc.self = strings.ReplaceAll(tc.self, "1000", itoa(me))
+				os.Rename(filepath.Join(root, "user.slice", "user-1000.slice"), filepath.Join(root, "user.slice", "user-"+itoa(me)+".slice"))
+				os.Rename(filepath.Join(root, "user.slice", "user-"+itoa(me)+".slice", "user@1000.service"), filepath.Join(root, "user.slice", "user-"+itoa(me)+".slice", "user@"+itoa(me)+".service"))
+			}
+			d, err := FindDelegation(root, tc.unified, tc.self, uid)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("got %+v, %v; want error with %q", d, err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Has("memory", "pids", "cpu") || d.Has("io") {
+				t.Errorf("controllers %q", d.Controllers)
+			}
+			want := "/user.slice/user-" + itoa(me) + ".slice/user@" + itoa(me) + ".service/sbx/abc"
+			if got := d.CgroupFor("abc"); got != want {
+				t.Errorf("CgroupFor = %q, want %q", got, want)
+			}
+		})
+	}
+	t.Run("not owned", func(t *testing.T) {
+		if me == 0 {
+			// Root owns the fake tree; any other uid is "not owned".
+			root := fakeCgroup2(t, 1000, "memory", true)
+			if _, err := FindDelegation(root, true, self, 1000); err == nil || !strings.Contains(err.Error(), "not delegated to uid 1000") {
+				t.Errorf("got %v", err)
+			}
+		}
+	})
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
