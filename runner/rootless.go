@@ -90,8 +90,8 @@ func rootlessLimits(o *Options, id string, deleg sandbox.Delegation, delegErr er
 	}
 	if len(o.ExplicitLimits) > 0 {
 		return "", fmt.Errorf("%s: cannot enforce as cgroup limits without root: no delegated cgroup2 subtree (%v); "+
-			"fix: run under a systemd user session with cgroup2 delegation (systemd-run --user --scope, Delegate=yes for user@.service), "+
-			"or prepare one once with root (see docs/rootless.md), or drop the flag to accept weaker rlimits",
+			"fix: on a cgroup2 host, run it in a systemd user scope (systemd-run --user --scope sbx run ...), "+
+			"or run sbx with sudo, or drop the flag to accept weaker rlimits (see docs/rootless.md)",
 			strings.Join(o.ExplicitLimits, ", "), why)
 	}
 	writeLimitsNote(o.Log, why)

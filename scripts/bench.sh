@@ -32,9 +32,26 @@ py=$(command -v python3)
 case "$py" in /usr/*|/bin/*) ;; *) py=/usr/bin/python3 ;; esac # visible inside
 opens="for _ in range($OPENS): open('/etc/hostname').close()"
 cc -O2 -static -o "$ws/openloop" "$root/scripts/openloop.c"
+# runc, built from the module cache at the version sbx links, runs /bin/true
+# in a minimal bundle (busybox rootfs, read-only, runc spec's defaults): what
+# libcontainer's own path costs, so sbx's startup can be read against it.
+runc_src=$(cd "$root" && $GO list -m -f '{{.Dir}}' github.com/opencontainers/runc)
+(cd "$runc_src" && GOFLAGS=-mod=mod $GO build -tags seccomp -o "$ws/runc" .) >&2
+mkdir -p "$ws/bundle/rootfs/bin"
+cp /bin/busybox "$ws/bundle/rootfs/bin/busybox"
+ln -s busybox "$ws/bundle/rootfs/bin/true"
+(cd "$ws/bundle" && "$ws/runc" spec)
+python3 - "$ws/bundle/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["process"].update(terminal=False, args=["/bin/true"])
+c["root"]["readonly"] = True
+json.dump(c, open(sys.argv[1], "w"))
+PY
 hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$out.start.json" \
   -n "sbx run -- true" "$SBX run -- true" \
-  -n "bwrap --unshare-all true" "bwrap --ro-bind / / --unshare-all true" >&2
+  -n "bwrap --unshare-all true" "bwrap --ro-bind / / --unshare-all true" \
+  -n "runc run (minimal bundle)" "$ws/runc --root $ws/runc-state run -b $ws/bundle bench" >&2
 hyperfine --warmup 1 --runs 5 --export-json "$out.loop.json" \
   -n "loop in sbx" "$SBX run -- sh -c '$loop'" \
   -n "loop bare" "sh -c '$loop'" >&2
@@ -58,6 +75,7 @@ def means(path):
     return {r["command"]: (r["mean"] * 1000, r["stddev"] * 1000, r["min"] * 1000, r["median"] * 1000) for r in json.load(open(path))["results"]}
 s = means(out + ".start.json"); l = means(out + ".loop.json"); o = means(out + ".open.json")
 sbx, bw = s["sbx run -- true"], s["bwrap --unshare-all true"]
+rc = s["runc run (minimal bundle)"]
 li, lb = l["loop in sbx"], l["loop bare"]
 oi, ob = o["opens in sbx"], o["opens bare"]
 # The loop's net overhead: subtract sbx's own startup from the loop in sbx.
@@ -77,6 +95,7 @@ print("| measurement | mean | ± σ | ratio |")
 print("|---|---|---|---|")
 print(f"| `sbx run -- true` | {sbx[0]:.1f} ms | {sbx[1]:.1f} ms | {sbx[0]/bw[0]:.2f}x bwrap (min {sbx[2]:.1f} ms, median {sbx[3]:.1f} ms: {sbx[3]/bw[3]:.2f}x) |")
 print(f"| `bwrap --ro-bind / / --unshare-all true` | {bw[0]:.1f} ms | {bw[1]:.1f} ms | 1.00x (min {bw[2]:.1f} ms, median {bw[3]:.1f} ms) |")
+print(f"| `runc run` of `/bin/true`, minimal bundle (same libcontainer, v1.5.3) | {rc[0]:.1f} ms | {rc[1]:.1f} ms | {rc[0]/bw[0]:.2f}x bwrap (min {rc[2]:.1f} ms, median {rc[3]:.1f} ms); sbx is {sbx[3]/rc[3]:.2f}x runc by median |")
 print(f"| 2000x `cat /etc/hostname` in sbx (incl. startup) | {li[0]:.0f} ms | {li[1]:.0f} ms | {net/lb[0]:.3f}x bare (startup subtracted) |")
 print(f"| 2000x `cat /etc/hostname` bare | {lb[0]:.0f} ms | {lb[1]:.0f} ms | 1.000x |")
 print(f"| {opens}x `open()`+`close()` of /etc/hostname (python3) in sbx (incl. startup) | {oi[0]:.0f} ms | {oi[1]:.0f} ms | {onet/ob[0]:.3f}x bare (startup subtracted; target < 1.05x) |")
