@@ -35,13 +35,17 @@ demo: deps build
 ## escape tests, a short fuzz of every parser, and the BPF LSM tests under QEMU
 test: deps vet generate-check build
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./...
+	$(MAKE) test-rootless
 	$(MAKE) fuzz
 	$(MAKE) vmtest
 
-## test-rootless: the rootless suite: run as root, it creates the user
-## sbx-rootless-test (idempotent) and runs every sbx process as that user
+## test-rootless: the rootless suites: run as root, they create the user
+## sbx-rootless-test (idempotent) and run every sbx process as that user: the
+## dedicated rootless tests, then the whole cmd/sbx integration suite again
+## as the user (SBX_TEST_AS_USER; what needs root skips with doctor's reason)
 test-rootless: build
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 -run 'Rootless|FindDelegation|UsernsRestriction|ContribProfile|ValidateCgroup|PrivateDir|UserStateDir' ./cmd/sbx/ ./runner/ ./sandbox/
+	SBX_TEST_AS_USER=sbx-rootless-test $(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./cmd/sbx/
 
 FUZZTIME ?= 5s
 ## fuzz: run each fuzz target briefly (seeds live in each package's testdata/fuzz)

@@ -90,6 +90,9 @@ type Options struct {
 	allow    egress.Allowlist // filled by spec
 	reporter *reporter        // set by Exec to collect the result's violations
 	rootOnly chan []string    // filled by spec: sandbox.RootOnly of /etc, for uid 0
+	// limitsNote is why a rootless run's limits are rlimits (set by
+	// rootlessLimits); spec notes it once nothing can refuse the run.
+	limitsNote error
 }
 
 // invoker is the user a run is for: under sudo, the user who ran sudo.

@@ -67,9 +67,10 @@ func privateDir(dir string) error {
 
 // rootlessLimits decides how a rootless run enforces o.Limits: in a cgroup
 // of the delegated subtree when there is one with the needed controllers
-// (returned as the spec's cgroup path), else as rlimits with a note on
-// o.Log. Limits the user asked for explicitly (o.ExplicitLimits) that only a
-// cgroup can enforce make it fail closed instead.
+// (returned as the spec's cgroup path), else as rlimits, with the reason
+// in o.limitsNote (noted on o.Log by spec, once nothing can refuse the run
+// any more). Limits the user asked for explicitly (o.ExplicitLimits) that
+// only a cgroup can enforce make it fail closed instead.
 func rootlessLimits(o *Options, id string, deleg sandbox.Delegation, delegErr error) (string, error) {
 	var need []string
 	if o.Limits.MemoryBytes > 0 {
@@ -94,7 +95,7 @@ func rootlessLimits(o *Options, id string, deleg sandbox.Delegation, delegErr er
 			"or run sbx with sudo, or drop the flag to accept weaker rlimits (see docs/rootless.md)",
 			strings.Join(o.ExplicitLimits, ", "), why)
 	}
-	writeLimitsNote(o.Log, why)
+	o.limitsNote = why
 	return "", nil
 }
 

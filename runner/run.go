@@ -438,6 +438,9 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		cleanup()
 		return nil, nop, err
 	}
+	if o.limitsNote != nil {
+		writeLimitsNote(o.Log, o.limitsNote)
+	}
 	return spec, cleanup, nil
 }
 

@@ -90,6 +90,16 @@ func Reclaim(dirs Dirs) ([]string, error) {
 		if ValidID(id) != nil || ownerAlive(dirs.runDir(id)) {
 			continue
 		}
+		if _, err := os.Lstat(filepath.Join(dirs.runDir(id), ownerFile)); errors.Is(err, os.ErrNotExist) {
+			// No owner record: its sbx is removing the run dir (the
+			// record goes with it, after the container) since it was
+			// listed, or was killed doing so. Nothing of a sandbox is
+			// left to reclaim; a stale dir is removed.
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
+				_ = os.RemoveAll(dirs.runDir(id))
+			}
+			continue
+		}
 		if c, err := libcontainer.Load(dirs.lcRoot(), id); err == nil {
 			_ = c.Signal(os.Kill)
 			if err := destroyWithRetry(c); err != nil {

@@ -88,7 +88,7 @@ func TestDocumentedFlagsParse(t *testing.T) {
 	values := map[string][]string{
 		"workspace": {b.ws}, "ro": {b.ws}, "rw": {b.ws}, "home": {"tmp"}, "env": {"A=B"},
 		"memory": {"64m"}, "cpus": {"0.5"}, "pids": {"10"}, "timeout": {"1s"}, "tty": {"never"},
-		"policy": {"auto"}, "violations": {filepath.Join(t.TempDir(), "v.jsonl")},
+		"policy": {"auto"}, "violations": {filepath.Join(b.tempDir(), "v.jsonl")},
 		"allow-host": {"api.example.com"}, "net": {"none"},
 	}
 	for _, f := range runFlags {
@@ -205,14 +205,18 @@ func TestSetupErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			data := t.TempDir()
-			r := b.in(t).sbx(opts{env: []string{"XDG_DATA_HOME=" + data}}, c.args...)
+			b := b.in(t)
+			data := b.tempDir()
+			r := b.sbx(opts{env: []string{"XDG_DATA_HOME=" + data}}, c.args...)
 			l := lines(r.stderr)
 			if r.code != exitSbxError || r.stdout != "" || len(l) != 1 || !strings.HasPrefix(l[0], "sbx: ") || !strings.Contains(l[0], c.want) {
 				t.Errorf("sbx %q: want exit 125, no stdout, one \"sbx: ...%s...\" line\n%v", c.args, c.want, r)
 			}
 			if len(r.ids) > 0 {
 				t.Errorf("sbx %q: created sandbox %v despite bad input", c.args, r.ids)
+			}
+			if r.notes > 0 {
+				t.Errorf("sbx %q: bad input printed the rlimit note besides its error", c.args)
 			}
 			if entries, _ := os.ReadDir(data); len(entries) > 0 {
 				t.Errorf("sbx %q: bad input created %s/%s (bad input must change nothing on disk)", c.args, data, entries[0].Name())

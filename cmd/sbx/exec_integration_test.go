@@ -129,6 +129,14 @@ func (b *box) checkExec(r result, p *proc) execRun {
 	}
 	run.res = parseResult(b.t, r.stdout)
 	ran := run.res.Status != gate.StatusRejected
+	if rootless() {
+		// A run that failed during setup may have said so already.
+		code := r.code
+		if run.res.Status == gate.StatusFailed {
+			code = exitSbxError
+		}
+		checkLimitsNote(b.t, p.cmd.Args, ran, code, r.notes)
+	}
 	look := 300 * time.Millisecond
 	if ran {
 		look = 2 * time.Second
@@ -250,8 +258,9 @@ func TestExecOK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		file := filepath.Join(t.TempDir(), "request.json")
+		file := filepath.Join(b.tempDir(), "request.json")
 		writeFile(t, file, string(data), 0o600)
+		chownToUser(t, file)
 		check(t, b.exec(nil, "--request", file))
 	})
 }
@@ -694,6 +703,7 @@ func TestExecViolations(t *testing.T) {
 		!strings.Contains(run.res.Output, "Operation not permitted") {
 		t.Errorf("socket() in the sandbox: want a non-zero exit with EPERM; got %s", run.stdout)
 	}
+	needRootTier(t, "bpf-report")
 	if len(run.res.Violations) != 1 {
 		t.Fatalf("want one violation, got %d: %s", len(run.res.Violations), run.stdout)
 	}
@@ -770,14 +780,14 @@ func TestExecRequestLimits(t *testing.T) {
 // with one "sbx: " line on stderr and nothing on stdout.
 func TestExecUsageErrors(t *testing.T) {
 	b := newBox(t)
-	missing := filepath.Join(t.TempDir(), "missing.json")
+	missing := filepath.Join(b.tempDir(), "missing.json")
 	for _, c := range []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"missing request file", []string{"exec", "--request", missing}, missing},
-		{"request file is a directory", []string{"exec", "--request", t.TempDir()}, "request"},
+		{"request file is a directory", []string{"exec", "--request", b.tempDir()}, "request"},
 		{"positional argument", []string{"exec", "ls"}, `"ls"`},
 		{"unknown flag", []string{"exec", "--bogus"}, "bogus"},
 	} {

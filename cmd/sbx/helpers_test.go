@@ -27,11 +27,13 @@ import (
 	"time"
 )
 
+// stateRoot is sbx's state directory: root's default
+// (runner.DefaultStateDir), or in the as-user mode the user's
+// ($XDG_RUNTIME_DIR/sbx); one directory per live run under stateRoot/run,
+// libcontainer's state under stateRoot/lc.
+var stateRoot = "/run/sbx"
+
 const (
-	// stateRoot is sbx's default state directory (runner.DefaultStateDir);
-	// one directory per live run under stateRoot/run, libcontainer's state
-	// under stateRoot/lc.
-	stateRoot = "/run/sbx"
 	// cgroupRoot holds every cgroup hierarchy (v1 controllers and the
 	// unified one on a hybrid host, or the single cgroup2 tree).
 	cgroupRoot = "/sys/fs/cgroup"
@@ -90,6 +92,15 @@ func testMain(m *testing.M) int {
 			return 1
 		}
 	}
+	defer removeTestUserBins()
+	if name := os.Getenv(asUserEnv); name != "" {
+		cleanup, err := setupAsUser(name)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s=%s: %v\n", asUserEnv, name, err)
+			return 1
+		}
+		defer cleanup()
+	}
 	var err error
 	runs, err = startRunWatcher(filepath.Join(stateRoot, "run"))
 	if err != nil {
@@ -100,7 +111,11 @@ func testMain(m *testing.M) int {
 	if killedRuns.Load() {
 		// Some test killed a hung sbx: let one more run reclaim what it
 		// left (the failure itself has been reported).
-		_ = exec.Command(sbxBin, "run", "--home", "tmp", "--", "true").Run()
+		reclaim := exec.Command(sbxBin, "run", "--home", "tmp", "--", "true")
+		if rootless() {
+			reclaim.Dir, reclaim.Env, reclaim.SysProcAttr = asUser.home, asUser.environ(), asUser.credential()
+		}
+		_ = reclaim.Run()
 	}
 	reclaimMu.Lock()
 	defer reclaimMu.Unlock()
@@ -127,6 +142,9 @@ type result struct {
 	elapsed        time.Duration
 	// ids are the sandboxes this sbx process created.
 	ids []string
+	// notes is how many rlimit notes of a rootless run were taken out of
+	// stderr (see checkLimitsNote).
+	notes int
 }
 
 // String describes r for failure messages.
@@ -163,6 +181,9 @@ func newSerialBox(t *testing.T) *box {
 			t.Fatal(err)
 		}
 	}
+	// In the as-user mode, the workspace and the data home are the
+	// user's, as a user's project and ~/.local/share are.
+	chownToUser(t, ws, data)
 	return &box{t: t, ws: ws, data: data}
 }
 
@@ -185,9 +206,10 @@ type opts struct {
 	timeout time.Duration
 }
 
-// environ returns the environment the test gives sbx: the test's own,
-// without sudo's variables and with the box's XDG_DATA_HOME, changed by
-// extra (NAME=VALUE sets, a bare NAME unsets).
+// environ returns the environment the test gives sbx: the test's own (in
+// the as-user mode, the user's: see asUserMode.environ), without sudo's
+// variables and with the box's XDG_DATA_HOME, changed by extra (NAME=VALUE
+// sets, a bare NAME unsets).
 func (b *box) environ(extra []string) []string {
 	drop := map[string]bool{"SUDO_UID": true, "SUDO_GID": true, "SUDO_USER": true, "SUDO_COMMAND": true, "XDG_DATA_HOME": true}
 	var set []string
@@ -201,8 +223,12 @@ func (b *box) environ(extra []string) []string {
 			set = slices.DeleteFunc(set, func(e string) bool { return strings.HasPrefix(e, k+"=") })
 		}
 	}
+	base := os.Environ()
+	if rootless() {
+		base = asUser.environ()
+	}
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		if !drop[k] {
 			env = append(env, kv)
@@ -237,14 +263,7 @@ func (b *box) host(o opts, name string, args ...string) result {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = b.ws
-	if o.dir != "" {
-		cmd.Dir = o.dir
-	}
-	cmd.Env = b.environ(o.env)
-	cmd.Stdin = o.stdin
-	cmd.ExtraFiles = o.extraFiles
+	cmd := b.command(ctx, o, name, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second
@@ -258,6 +277,53 @@ func (b *box) host(o opts, name string, args ...string) result {
 		b.t.Fatalf("host %s %q: %v", name, args, err)
 	}
 	return r
+}
+
+// command returns name args as the box runs it: in the workspace (or
+// o.dir), with the box's environment, o's stdin and extra files, and in
+// the as-user mode as the user, in a session of its own.
+func (b *box) command(ctx context.Context, o opts, name string, args ...string) *exec.Cmd {
+	env := b.environ(o.env)
+	path := name
+	if rootless() {
+		// Found on the user's PATH, not the test's.
+		path = lookPathIn(name, env)
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Args[0] = name
+	cmd.Dir = b.ws
+	if o.dir != "" {
+		cmd.Dir = o.dir
+	}
+	cmd.Env = env
+	cmd.Stdin = o.stdin
+	cmd.ExtraFiles = o.extraFiles
+	if rootless() {
+		cmd.SysProcAttr = asUser.credential()
+	}
+	return cmd
+}
+
+// lookPathIn finds name (without a slash) on the PATH of env, as a shell
+// with that environment would; it returns name as it is when it has a
+// slash or is not found there (exec then says why).
+func lookPathIn(name string, env []string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	var path string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return name
 }
 
 func exitCode(err error) int {
@@ -292,6 +358,10 @@ type proc struct {
 	// sbxRun is set when the process is (or wraps) an "sbx run": once it
 	// has run the program, a sandbox must have been created.
 	sbxRun bool
+	// ownNoteCheck is set when the caller checks the rlimit note itself
+	// (sbx exec, whose status is in its result; a pty, which merges
+	// stderr into stdout).
+	ownNoteCheck bool
 }
 
 // start starts the sbx binary with args.
@@ -299,6 +369,7 @@ func (b *box) start(o opts, args ...string) *proc {
 	b.t.Helper()
 	p := b.startCmd(o, sbxBin, args...)
 	p.sbxRun = runsProgram(args)
+	p.ownNoteCheck = len(args) > 0 && args[0] == "exec"
 	return p
 }
 
@@ -327,14 +398,7 @@ func (b *box) startCmd(o opts, name string, args ...string) *proc {
 		timeout = runTimeout
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = b.ws
-	if o.dir != "" {
-		cmd.Dir = o.dir
-	}
-	cmd.Env = b.environ(o.env)
-	cmd.Stdin = o.stdin
-	cmd.ExtraFiles = o.extraFiles
+	cmd := b.command(ctx, o, name, args...)
 	cmd.WaitDelay = 5 * time.Second
 	p := &proc{b: b, cmd: cmd, cancel: cancel, lines: make(chan string, 1024), copied: make(chan struct{}), ctx: ctx, timeout: timeout}
 	cmd.Stderr = lockedWriter{&p.mu, &p.errb}
@@ -464,6 +528,12 @@ func (p *proc) wait() result {
 	}
 	if r.code < 0 {
 		p.b.t.Fatalf("%q: %v", p.cmd.Args, err)
+	}
+	if rootless() {
+		r.stderr, r.notes = dropLimitsNotes(r.stderr)
+		if !p.ownNoteCheck {
+			checkLimitsNote(p.b.t, p.cmd.Args, p.sbxRun, r.code, r.notes)
+		}
 	}
 	if reclaimNote.MatchString(r.stderr) {
 		noteReclaim(p.cmd.Args, r.stderr)

@@ -35,10 +35,12 @@ func TestProcShowsOnlySandbox(t *testing.T) {
 }
 
 // TestSignalHostProcess: a host process cannot be signalled (it is not
-// visible: ESRCH), while the same kill works on the host.
+// visible: ESRCH), while the same kill works on the host. The target is a
+// process of the same user: the test itself as root, a sleep of the user's
+// in the as-user mode.
 func TestSignalHostProcess(t *testing.T) {
 	b := newBox(t)
-	pid := strconv.Itoa(os.Getpid())
+	pid := strconv.Itoa(b.hostProcess("exec sleep 600", hasComm("sleep")))
 	// What the shell says for a pid that does not exist (dash adds an
 	// empty line).
 	esrch := b.host(opts{}, "sh", "-c", "kill -0 2147483646").stderr
@@ -123,12 +125,28 @@ func TestNoPrivileges(t *testing.T) {
 	if in["NoNewPrivs"] != "1" || in["Seccomp"] != "2" {
 		t.Errorf("sandbox NoNewPrivs = %q, Seccomp = %q; want 1 and 2 (filter)", in["NoNewPrivs"], in["Seccomp"])
 	}
-	if in["Uid"] == "" || strings.Fields(in["Uid"])[0] != strconv.Itoa(os.Getuid()) {
+	if rootless() {
+		// Uid 0 of a user namespace that maps it to the user alone.
+		m := b.run("--", "cat", "/proc/self/uid_map")
+		if in["Uid"] == "" || strings.Fields(in["Uid"])[0] != "0" || !slices.Equal(strings.Fields(m.stdout), []string{"0", strconv.Itoa(hostUID()), "1"}) {
+			t.Errorf("sandbox Uid = %q, uid_map %q: want 0, mapped to the user's %d alone", in["Uid"], m.stdout, hostUID())
+		}
+	} else if in["Uid"] == "" || strings.Fields(in["Uid"])[0] != strconv.Itoa(os.Getuid()) {
 		t.Errorf("sandbox Uid = %q, want the invoking user's %d", in["Uid"], os.Getuid())
 	}
-	host := status(b.host(opts{}, "cat", "/proc/self/status").stdout)
+	// Control: root on the host, or the user as uid 0 of a user
+	// namespace of its own (as the program is), has capabilities.
+	host := status(b.hostPrivileged(opts{}, "", "cat", "/proc/self/status").stdout)
 	if host["CapEff"] == "0000000000000000" || host["NoNewPrivs"] != "0" {
 		t.Errorf("control: host CapEff = %q, NoNewPrivs = %q: want capabilities and no no_new_privs", host["CapEff"], host["NoNewPrivs"])
+	}
+}
+
+// hasComm returns a readiness check of hostProcess: the process runs comm.
+func hasComm(comm string) func(pid int) bool {
+	return func(pid int) bool {
+		c, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		return err == nil && strings.TrimSpace(string(c)) == comm
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,10 +15,34 @@ const python = "/usr/bin/python3"
 // hog allocates and touches 200 MiB.
 const hog = `s = b"x" * (200 << 20); print("allocated", len(s) >> 20)`
 
+// reserve maps (without touching) 5 GiB of address space: more than the
+// rlimit fallback's RLIMIT_AS for the default 512 MiB (8x: 4 GiB), and
+// nothing the host refuses (MAP_NORESERVE: no commit charge).
+const reserve = `import mmap
+m = mmap.mmap(-1, 5 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0x4000))
+print("reserved", len(m) >> 30)`
+
 func TestMemoryLimit(t *testing.T) {
 	b := newBox(t)
 	if _, err := os.Stat(python); err != nil {
 		t.Fatalf("the memory test needs %s: %v", python, err)
+	}
+	if rlimitMode() {
+		// Rootless without a delegated cgroup: --memory refuses to run,
+		// the default limit is an RLIMIT_AS of 8x 512 MiB.
+		for _, memory := range []string{"64m", "1g"} {
+			wantLimitsRefused(t, b.run("--memory", memory, "--", python, "-c", hog), "--memory")
+		}
+		if r := b.run("--", python, "-c", hog); r.code != 0 || r.stdout != "allocated 200\n" || r.stderr != "" {
+			t.Errorf("200 MiB under the default RLIMIT_AS: want success\n%v", r)
+		}
+		if r := b.run("--", python, "-c", reserve); r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "OSError: [Errno 12] Cannot allocate memory") {
+			t.Errorf("5 GiB of address space under the default RLIMIT_AS of 4 GiB: want ENOMEM\n%v", r)
+		}
+		if c := b.host(opts{}, python, "-c", reserve); c.code != 0 || c.stdout != "reserved 5\n" {
+			t.Errorf("control: 5 GiB of address space on the host\n%v", c)
+		}
+		return
 	}
 	for _, c := range []struct {
 		memory string
@@ -48,6 +73,25 @@ func TestMemoryLimit(t *testing.T) {
 func TestPidsLimit(t *testing.T) {
 	b := newBox(t)
 	forkMany := `for i in $(seq 40); do sleep 1 & done; wait; echo done`
+	if rlimitMode() {
+		// Rootless without a delegated cgroup: --pids refuses to run,
+		// the default limit of 256 is an RLIMIT_NPROC, counted in the
+		// sandbox's user namespace.
+		for _, pids := range []string{"20", "256"} {
+			wantLimitsRefused(t, b.run("--pids", pids, "--", "sh", "-c", forkMany), "--pids")
+		}
+		if r := b.run("--", "sh", "-c", forkMany); r.code != 0 || r.stdout != "done\n" || r.stderr != "" {
+			t.Errorf("40 children under the default RLIMIT_NPROC of 256: want success\n%v", r)
+		}
+		forkMore := strings.Replace(forkMany, "40", "300", 1)
+		if r := b.run("--", "sh", "-c", forkMore); r.code == 0 || strings.Contains(r.stdout, "done") || !strings.Contains(r.stderr, "Cannot fork") {
+			t.Errorf("300 children under the default RLIMIT_NPROC of 256: want fork to fail (\"Cannot fork\")\n%v", r)
+		}
+		if c := b.host(opts{}, "sh", "-c", forkMore); c.code != 0 || c.stdout != "done\n" {
+			t.Errorf("control: 300 children on the host\n%v", c)
+		}
+		return
+	}
 	t.Run("20", func(t *testing.T) {
 		t.Parallel()
 		b := b.in(t)
@@ -67,6 +111,9 @@ func TestPidsLimit(t *testing.T) {
 
 // TestCgroupLimits reads the sandbox's cgroup files on the host while it
 // runs: the limits given (or the defaults) are what the kernel enforces.
+// Rootless without a delegated cgroup, there is no cgroup of the sandbox at
+// all: the defaults are the program's rlimits, and explicit limits refuse
+// to run.
 func TestCgroupLimits(t *testing.T) {
 	b := newBox(t)
 	for _, c := range []struct {
@@ -83,6 +130,10 @@ func TestCgroupLimits(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b := b.in(t)
+			if rlimitMode() && len(c.flags) > 0 {
+				wantLimitsRefused(t, b.run(append(append([]string{"--timeout", "5s"}, c.flags...), "--", "true")...), "--cpus, --memory, --pids")
+				return
+			}
 			// The timeout ends the run (signals are tested elsewhere).
 			p := b.start(opts{}, append(append([]string{"run", "--timeout", "5s"}, c.flags...), "--", "sh", "-c", "echo ready; exec sleep 30")...)
 			p.waitLine("ready")
@@ -93,10 +144,18 @@ func TestCgroupLimits(t *testing.T) {
 				t.Fatalf("sandbox id of the run: %v %v", ids, err)
 			}
 			id := ids[0]
+			if rlimitMode() {
+				checkRlimits(t, p, id, c.memory, c.pids)
+				return
+			}
 			got := map[string]string{}
-			if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
-				// cgroup2 only.
-				dir := filepath.Join(cgroupRoot, "sbx", id)
+			cgroup2 := filepath.Join(cgroupRoot, "sbx", id)
+			if rootless() {
+				cgroup2 = filepath.Join(asUser.delegated, "sbx", id)
+			}
+			if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil || rootless() {
+				// cgroup2 only (or the user's delegated subtree).
+				dir := cgroup2
 				got["cpu"] = readTrim(t, filepath.Join(dir, "cpu.max"))
 				got["memory"] = readTrim(t, filepath.Join(dir, "memory.max"))
 				got["pids"] = readTrim(t, filepath.Join(dir, "pids.max"))
@@ -120,6 +179,80 @@ func TestCgroupLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkRlimits checks, while run p of sandbox id runs (sleeping), that its
+// program has the rlimits of memory (RLIMIT_AS: 8x) and pids
+// (RLIMIT_NPROC), stays in sbx's own cgroup, and that no cgroup of the
+// sandbox exists; then that p times out.
+func checkRlimits(t *testing.T, p *proc, id, memory, pids string) {
+	t.Helper()
+	defer func() {
+		if r := p.wait(); r.code != 124 {
+			t.Errorf("--timeout 5s: want 124\n%v", r)
+		}
+	}()
+	sleeper := descendant(p.cmd.Process.Pid, "sleep", 5*time.Second)
+	if sleeper == 0 {
+		t.Fatal("the sandboxed sleep never showed up")
+	}
+	mem, err := strconv.ParseInt(memory, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := strconv.FormatInt(mem*8, 10)
+	lim := procLimits(t, sleeper)
+	if lim["Max processes"] != pids+" "+pids || lim["Max address space"] != as+" "+as || lim["Max cpu time"] != "unlimited unlimited" {
+		t.Errorf("rlimits of the program: processes %q, address space %q, cpu time %q; want %s, %s (8x %s) and unlimited",
+			lim["Max processes"], lim["Max address space"], lim["Max cpu time"], pids, as, memory)
+	}
+	if own, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/cgroup"); err != nil {
+		t.Error(err)
+	} else if in, err := os.ReadFile("/proc/" + strconv.Itoa(sleeper) + "/cgroup"); err != nil || string(in) != string(own) {
+		t.Errorf("the program's cgroups %q (%v), want sbx's own %q", in, err, own)
+	}
+	cg, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sbx", id))
+	if _, err := os.Lstat(filepath.Join(cgroupRoot, "sbx", id)); err == nil {
+		cg = append(cg, filepath.Join(cgroupRoot, "sbx", id))
+	}
+	if len(cg) > 0 {
+		t.Errorf("a rootless sandbox without a delegated cgroup made cgroups: %q", cg)
+	}
+	// Control: the host's own limits are not the sandbox's.
+	if host := procLimits(t, p.cmd.Process.Pid); host["Max address space"] == lim["Max address space"] {
+		t.Errorf("control: sbx itself has the program's address space limit %q", host["Max address space"])
+	}
+}
+
+// wantLimitsRefused checks the refusal of a rootless run without a
+// delegated cgroup given explicit limits: 125, the flags named, the fix,
+// nothing run.
+func wantLimitsRefused(t *testing.T, r result, flags string) {
+	t.Helper()
+	l := lines(r.stderr)
+	if r.code != exitSbxError || r.stdout != "" || len(l) != 1 || !strings.HasPrefix(l[0], "sbx: "+flags+": cannot enforce as cgroup limits without root: ") || !strings.Contains(l[0], "fix: ") || len(r.ids) != 0 {
+		t.Errorf("%s rootless without a delegated cgroup: want 125, one line naming %s and the fix, nothing run\n%v", flags, flags, r)
+	}
+}
+
+// procLimits reads the soft and hard limits of pid by name ("Max
+// processes"), from /proc/PID/limits.
+func procLimits(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
+	if err != nil {
+		t.Fatalf("limits of %d: %v", pid, err)
+	}
+	m := map[string]string{}
+	for _, l := range lines(string(data))[1:] {
+		if len(l) > 26 {
+			f := strings.Fields(l[26:])
+			if len(f) >= 2 {
+				m[strings.TrimSpace(l[:26])] = f[0] + " " + f[1]
+			}
+		}
+	}
+	return m
 }
 
 func readTrim(t *testing.T, path string) string {

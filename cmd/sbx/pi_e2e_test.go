@@ -94,6 +94,7 @@ func piHostTemp(t *testing.T, prefix string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	chownToUser(t, dir)
 	return dir
 }
 
@@ -167,10 +168,7 @@ func runPiOnHost(t *testing.T, b *box, prefix, home string, piArgs []string, cmd
 	dir, path := piBin(prefix)
 	return exchange(t, cmds, func(stdin *os.File) piProc {
 		ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-		cmd := exec.CommandContext(ctx, filepath.Join(dir, "pi"), append([]string{"--mode", "rpc"}, piArgs...)...)
-		cmd.Dir = b.ws
-		cmd.Env = b.environ([]string{"HOME=" + home, "PATH=" + path})
-		cmd.Stdin = stdin
+		cmd := b.command(ctx, opts{env: []string{"HOME=" + home, "PATH=" + path}, stdin: stdin}, filepath.Join(dir, "pi"), append([]string{"--mode", "rpc"}, piArgs...)...)
 		cmd.WaitDelay = 5 * time.Second
 		var mu sync.Mutex
 		var out, errb bytes.Buffer
@@ -335,7 +333,7 @@ var stagedRunDir = regexp.MustCompile(`^(/.*)?/\.sbx-staging/([0-9a-f]{16})/`)
 func TestPiRPCStagedExtensionAndSession(t *testing.T) {
 	b := newBox(t)
 	prefix := installPi(t)
-	home := t.TempDir()
+	home := b.tempDir()
 	extDir := piHostTemp(t, "sbx-pi-ext-")
 	sessDir := piHostTemp(t, "sbx-pi-sess-")
 	nonce := uniqueName(t, "probe")
@@ -361,6 +359,7 @@ func TestPiRPCStagedExtensionAndSession(t *testing.T) {
 	if err := os.Symlink(filepath.Join("store", "s.jsonl"), link); err != nil {
 		t.Fatal(err)
 	}
+	chownToUser(t, ext, store, real, link)
 
 	r := runPi(t, b, prefix, []string{"--home", home}, []string{"-e", ext, "--session", link},
 		map[string]any{"id": "cmds", "type": "get_commands"},
@@ -458,7 +457,7 @@ func TestPiRPCStagedExtensionAndSession(t *testing.T) {
 func TestPiSessionFromHostResumes(t *testing.T) {
 	b := newBox(t)
 	prefix := installPi(t)
-	hostOnly := t.TempDir() // under the host's /tmp: hidden inside
+	hostOnly := b.tempDir() // under the host's /tmp: hidden inside
 	for _, c := range []struct {
 		name   string
 		cwd    string
@@ -470,9 +469,10 @@ func TestPiSessionFromHostResumes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := b.in(t)
-			home := t.TempDir()
+			home := b.tempDir()
 			sess := filepath.Join(piHostTemp(t, "sbx-pi-sess-"), "s.jsonl")
 			seed := writePiSession(t, sess, c.cwd)
+			chownToUser(t, sess)
 			r := runPi(t, b, prefix, []string{"--home", home}, []string{"--session", sess},
 				map[string]any{"id": "state", "type": "get_state"})
 			if !c.resume {
@@ -500,9 +500,11 @@ func TestPiSessionFromHostResumes(t *testing.T) {
 	// On the host, the host-only cwd exists and the same session resumes:
 	// the failure above is the sandbox's view, not a bad session.
 	t.Run("host-only dir on the host", func(t *testing.T) {
-		sess := filepath.Join(t.TempDir(), "s.jsonl")
+		b := b.in(t)
+		sess := filepath.Join(b.tempDir(), "s.jsonl")
 		writePiSession(t, sess, hostOnly)
-		r := runPiOnHost(t, b.in(t), prefix, t.TempDir(), []string{"--session", sess},
+		chownToUser(t, sess)
+		r := runPiOnHost(t, b, prefix, b.tempDir(), []string{"--session", sess},
 			map[string]any{"id": "state", "type": "get_state"})
 		if r.code != 0 || strings.Contains(r.stderr, piCwdMissing) {
 			t.Fatalf("on the host: want the session resumed (exit 0)\n%v", r.result)

@@ -35,6 +35,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/runner"
 )
 
 // probeSrc is the probe; python (limits_integration_test.go) runs it on
@@ -303,7 +304,7 @@ func TestNetToolsDenied(t *testing.T) {
 			}
 			lb := newLoopback(t)
 			argv := tc.argv(lb)
-			vf := filepath.Join(t.TempDir(), "violations.jsonl")
+			vf := filepath.Join(b.tempDir(), "violations.jsonl")
 			start := time.Now()
 			r := b.run(append([]string{"--violations", vf, "--"}, argv...)...)
 			if r.code != tc.code || r.stdout != "" {
@@ -321,15 +322,22 @@ func TestNetToolsDenied(t *testing.T) {
 				t.Errorf("%q in the sandbox: unexpected stderr %q", argv, rest)
 			}
 			vs := readViolations(t, vf)
-			if len(vs) == 0 {
-				t.Fatalf("%q: no violation reported\n%v", argv, r)
-			}
-			for _, v := range vs {
-				checkViolation(t, v, "socket", tc.target, tool, start)
-			}
-			want := [][]string{{"socket", tc.target, strconv.Itoa(vs[0].Pid), tool}}
-			if !slices.EqualFunc(denied, want, slices.Equal) {
-				t.Errorf("%q: denied lines %q, want %q", argv, denied, want)
+			if !bpfReports() {
+				// Rootless: seccomp refuses the socket, silently.
+				if len(vs) != 0 || len(denied) != 0 {
+					t.Errorf("%q rootless: reported %+v, denied lines %q; want no report (no BPF wall)", argv, vs, denied)
+				}
+			} else {
+				if len(vs) == 0 {
+					t.Fatalf("%q: no violation reported\n%v", argv, r)
+				}
+				for _, v := range vs {
+					checkViolation(t, v, "socket", tc.target, tool, start)
+				}
+				want := [][]string{{"socket", tc.target, strconv.Itoa(vs[0].Pid), tool}}
+				if !slices.EqualFunc(denied, want, slices.Equal) {
+					t.Errorf("%q: denied lines %q, want %q", argv, denied, want)
+				}
 			}
 			if n := lb.conns.Load(); n != 0 {
 				t.Errorf("%q in the sandbox: %d connection(s) reached the host listener", argv, n)
@@ -360,7 +368,7 @@ func TestNetSocketFamilies(t *testing.T) {
 		"udp4:" + strconv.Itoa(lb.uport4), "udp6:" + strconv.Itoa(lb.uport6),
 		"raw4", "raw6", "netlink", "packet", "vsock",
 	}
-	vf := filepath.Join(t.TempDir(), "violations.jsonl")
+	vf := filepath.Join(b.tempDir(), "violations.jsonl")
 	start := time.Now()
 	r := b.run(append([]string{"--violations", vf, "--", python, probe}, args...)...)
 	if r.code != 0 {
@@ -388,6 +396,7 @@ func TestNetSocketFamilies(t *testing.T) {
 		{"AF_NETLINK SOCK_RAW", "seccomp"}, {"AF_PACKET SOCK_RAW proto 768", "seccomp"},
 		{"AF_VSOCK SOCK_STREAM", "seccomp"},
 	}
+	want = reported(want) // rootless: seccomp refuses them all, silently
 	vs := readViolations(t, vf)
 	if len(vs) != len(want) {
 		t.Errorf("%d reported denials, want %d: %+v", len(vs), len(want), vs)
@@ -403,8 +412,20 @@ func TestNetSocketFamilies(t *testing.T) {
 		}
 	}
 
-	c := b.host(opts{}, python, append([]string{probe}, args...)...)
-	out := probeResults(t, c, args)
+	var out map[string]string
+	if rootless() {
+		// An ordinary user reaches the loopback listeners; its raw and
+		// packet sockets need a network namespace of its own, in which
+		// it is uid 0 (as the program is: without the filter, these
+		// would be the program's).
+		out = probeResults(t, b.host(opts{}, python, append([]string{probe}, args[:4]...)...), args[:4])
+		for a, res := range probeResults(t, b.hostPrivileged(opts{}, "n", python, append([]string{probe}, args[4:]...)...), args[4:]) {
+			out[a] = res
+		}
+	} else {
+		c := b.host(opts{}, python, append([]string{probe}, args...)...)
+		out = probeResults(t, c, args)
+	}
 	for _, a := range args {
 		switch {
 		case a == "vsock" && out[a] == "EAFNOSUPPORT@socket":
@@ -501,12 +522,13 @@ print("failed", failed)
 	if c := b.host(opts{}, python, "-c", prog); c.code != 0 || c.stdout != "start\nfailed 0\n" || c.stderr != "" {
 		t.Fatalf("control: the sockets fail on the host too\n%v", c)
 	}
-	vf := filepath.Join(t.TempDir(), "violations.jsonl")
+	vf := filepath.Join(b.tempDir(), "violations.jsonl")
 	start := time.Now()
 	r := b.run("--violations", vf, "--", python, "-c", prog)
 	if r.code != 0 || r.stdout != "start\nfailed 51\n" {
 		t.Fatalf("in the sandbox: want 51 refused sockets and stdout untouched\n%v", r)
 	}
+	needRootTier(t, "bpf-report")
 	vs := readViolations(t, vf)
 	if len(vs) != 51 {
 		t.Fatalf("--violations has %d lines, want 51 (one per attempt)", len(vs))
@@ -543,6 +565,7 @@ print("failed", failed)
 // ends the line (found by this suite; fixed in 8c34511).
 func TestViolationLinesKeepProgramLines(t *testing.T) {
 	b := newBox(t)
+	needRootTier(t, "bpf-report")
 	const prog = `import socket, sys, time
 sys.stderr.write("partial "); sys.stderr.flush()
 try:
@@ -576,7 +599,7 @@ sys.stderr.write("line\n")
 // inside, and to succeed outside (or with --write).
 func TestViolationsOtherTiers(t *testing.T) {
 	b, probe := probeBox(t)
-	outside := t.TempDir() // host-only: a mount point and a place to write
+	outside := b.tempDir() // host-only: a mount point and a place to write
 	if err := os.Chmod(outside, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -584,15 +607,18 @@ func TestViolationsOtherTiers(t *testing.T) {
 	// A relative path from the workspace up to /.sbx/sbx, which Landlock
 	// refuses (the sandbox's canary file).
 	up := strings.Repeat("../", strings.Count(b.ws, "/")) + ".sbx/sbx"
-	type denial struct{ op, target, errno, tier string }
 	for _, tc := range []struct {
 		name  string
 		flags []string
 		args  []string // probe arguments inside
 		in    []string // their results inside
 		host  []string // the same operations on the host, which must succeed
-		want  []denial
-		hint  bool
+		// hostRootless are the results of host for an ordinary user,
+		// where they are not OK: the refusal of the operation's
+		// permission, not of a read-only mount.
+		hostRootless []string
+		want         []denial
+		hint         bool
 	}{
 		{
 			name: "seccomp-socket", args: []string{"netlink"}, in: []string{"EPERM@socket"}, host: []string{"netlink"},
@@ -623,13 +649,16 @@ func TestViolationsOtherTiers(t *testing.T) {
 		{
 			name: "read-only-system", args: []string{"write:/etc/" + name, "mkdir:/usr/" + name},
 			in: []string{"EROFS@open", "EROFS@mkdir"}, host: []string{"write:/etc/" + name, "mkdir:/usr/" + name},
-			want: []denial{{"open", "/etc/" + name, "EROFS", "mount"}, {"mkdir", "/usr/" + name, "EROFS", "mount"}},
+			hostRootless: []string{"EACCES@open", "EACCES@mkdir"},
+			want:         []denial{{"open", "/etc/" + name, "EROFS", "mount"}, {"mkdir", "/usr/" + name, "EROFS", "mount"}},
 		},
 		{
 			// The workspace is its own mount: the kernel refuses the
 			// link with EXDEV before Landlock is asked.
 			name: "link-across-mounts", flags: []string{"--write"}, args: []string{"link:/etc/hostname:" + filepath.Join(b.ws, "hl")},
 			in: []string{"EXDEV@link"}, host: []string{"link:/etc/hostname:" + filepath.Join(outside, "hl")},
+			// fs.protected_hardlinks: a user links only its own files.
+			hostRootless: []string{"EPERM@link"},
 		},
 		{
 			name: "net-wall-once", args: []string{"tcp4:9"}, in: []string{"EPERM@socket"},
@@ -638,7 +667,7 @@ func TestViolationsOtherTiers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := b.in(t)
-			vf := filepath.Join(t.TempDir(), "violations.jsonl")
+			vf := filepath.Join(b.tempDir(), "violations.jsonl")
 			start := time.Now()
 			r := b.run(append(append(append([]string{"--violations", vf}, tc.flags...), "--", python, probe), tc.args...)...)
 			if r.code != 0 {
@@ -650,52 +679,73 @@ func TestViolationsOtherTiers(t *testing.T) {
 					t.Errorf("%s in the sandbox = %s, want %s", a, res[a], tc.in[i])
 				}
 			}
-			var got []denial
-			for _, v := range readViolations(t, vf) {
-				got = append(got, denial{v.Op, v.Target, v.Errno, v.Tier})
-				if v.Comm != "python3" || v.Pid <= 0 || v.Time.Before(start.Add(-time.Second)) || time.Since(v.Time) > time.Minute {
-					t.Errorf("violation %+v: want comm python3, a pid > 0 and the time of the run", v)
+			if bpfReports() {
+				checkReported(t, r, vf, start, tc.want, tc.hint)
+			}
+			if len(tc.host) > 0 {
+				// Rootless, uid 0 of namespaces of the user's own (the
+				// mount needs one): the operations the filter and the
+				// policy refuse are the user's there.
+				c := b.hostPrivileged(opts{}, "m", python, append([]string{probe}, tc.host...)...)
+				res := probeResults(t, c, tc.host)
+				for i, a := range tc.host {
+					want := "OK"
+					if rootless() && tc.hostRootless != nil {
+						want = tc.hostRootless[i]
+					}
+					if res[a] != want {
+						t.Errorf("control: %s on the host = %s, want %s", a, res[a], want)
+					}
 				}
 			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("reported %q, want %q", got, tc.want)
-			}
-			denied, rest := deniedLines(r.stderr)
-			var lined []denial
-			for _, d := range denied {
-				lined = append(lined, denial{op: d[0], target: d[1]})
-				if d[3] != "python3" {
-					t.Errorf("denied line %q: want comm python3", d)
-				}
-			}
-			var wantLines []denial
-			for _, w := range tc.want {
-				if !slices.Contains(wantLines, denial{op: w.op, target: w.target}) {
-					wantLines = append(wantLines, denial{op: w.op, target: w.target})
-				}
-			}
-			if !slices.Equal(lined, wantLines) {
-				t.Errorf("\"sbx: denied\" lines %q, want %q", lined, wantLines)
-			}
-			hints := 0
-			for _, l := range rest {
-				if strings.HasPrefix(l, "sbx:") && strings.Contains(l, "--write") {
-					hints++
-				}
-			}
-			if tc.hint && hints != 1 || !tc.hint && hints != 0 {
-				t.Errorf("%d --write hint(s), want %v\n%s", hints, tc.hint, r.stderr)
-			}
-			if len(tc.host) == 0 {
-				return
-			}
-			c := b.host(opts{}, python, append([]string{probe}, tc.host...)...)
-			for a, res := range probeResults(t, c, tc.host) {
-				if res != "OK" {
-					t.Errorf("control: %s on the host = %s, want OK", a, res)
-				}
-			}
+			needRootTier(t, "bpf-report")
 		})
+	}
+}
+
+// denial is one reported refusal: operation, target, errno and tier.
+type denial struct{ op, target, errno, tier string }
+
+// checkReported checks what sbx reported of a run of the probe: want in
+// the --violations file vf (by python3, during the run), each distinct
+// operation once in the "sbx: denied" lines, and one --write hint if hint.
+func checkReported(t *testing.T, r result, vf string, start time.Time, want []denial, hint bool) {
+	t.Helper()
+	var got []denial
+	for _, v := range readViolations(t, vf) {
+		got = append(got, denial{v.Op, v.Target, v.Errno, v.Tier})
+		if v.Comm != "python3" || v.Pid <= 0 || v.Time.Before(start.Add(-time.Second)) || time.Since(v.Time) > time.Minute {
+			t.Errorf("violation %+v: want comm python3, a pid > 0 and the time of the run", v)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("reported %q, want %q", got, want)
+	}
+	denied, rest := deniedLines(r.stderr)
+	var lined []denial
+	for _, d := range denied {
+		lined = append(lined, denial{op: d[0], target: d[1]})
+		if d[3] != "python3" {
+			t.Errorf("denied line %q: want comm python3", d)
+		}
+	}
+	var wantLines []denial
+	for _, w := range want {
+		if !slices.Contains(wantLines, denial{op: w.op, target: w.target}) {
+			wantLines = append(wantLines, denial{op: w.op, target: w.target})
+		}
+	}
+	if !slices.Equal(lined, wantLines) {
+		t.Errorf("\"sbx: denied\" lines %q, want %q", lined, wantLines)
+	}
+	hints := 0
+	for _, l := range rest {
+		if strings.HasPrefix(l, "sbx:") && strings.Contains(l, "--write") {
+			hints++
+		}
+	}
+	if hint && hints != 1 || !hint && hints != 0 {
+		t.Errorf("%d --write hint(s), want %v\n%s", hints, hint, r.stderr)
 	}
 }
 
@@ -714,6 +764,8 @@ func outsideFile(t *testing.T, content string) string {
 	}
 	p := filepath.Join(dir, "secret")
 	writeFile(t, p, content, 0o644)
+	// In the as-user mode, the user's own file (which it may link).
+	chownToUser(t, dir, p)
 	return p
 }
 
@@ -736,7 +788,18 @@ func TestFilesOutsideWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	byFd := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), held.Fd())
+	// The file through a process of the user's own: the test itself as
+	// root; rootless, a sleep of the user's holding it as fd 3 (a user
+	// cannot look into root's /proc/PID/fd and /proc/PID/root).
+	holder, fd := os.Getpid(), int(held.Fd())
+	if rootless() {
+		fd = 3
+		holder = b.hostProcess("exec 3<"+shellQuote(secret)+"; exec sleep 600", func(pid int) bool {
+			l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", pid))
+			return err == nil && l == secret && hasComm("sleep")(pid)
+		})
+	}
+	byFd := fmt.Sprintf("/proc/%d/fd/%d", holder, fd)
 	hl := filepath.Join(b.ws, "hardlink")
 	args := []string{
 		"read:" + secret, "read:" + link,
@@ -791,7 +854,7 @@ func TestFilesOutsideWorkspace(t *testing.T) {
 	// belongs to the machine's supervisor), so the /proc/PID/root alias is
 	// taken through this test's process instead.
 	hostArgs := slices.Clone(args)
-	hostArgs[3] = fmt.Sprintf("read:/proc/%d/root%s", os.Getpid(), secret)
+	hostArgs[3] = fmt.Sprintf("read:/proc/%d/root%s", holder, secret)
 	c := b.host(opts{}, python, append([]string{probe}, hostArgs...)...)
 	out := probeResults(t, c, hostArgs)
 	for _, a := range hostArgs {
@@ -850,12 +913,12 @@ except OSError as e:
 			b := b.in(t)
 			r := b.run("--policy", policy, "--", python, "-c", check)
 			own, denied, _ := splitReport(r.stderr)
-			if r.code != 0 || r.stdout != "mode 0o555\nmount ro\nopen EACCES\n" || own != "" || !slices.Equal(denied, []string{"open /.sbx/sbx python3"}) {
+			if r.code != 0 || r.stdout != "mode 0o555\nmount ro\nopen EACCES\n" || own != "" || !slices.Equal(denied, reported([]string{"open /.sbx/sbx python3"})) {
 				t.Errorf("--policy %s: want /.sbx/sbx world-readable on a read-only mount, and EACCES (reported)\n%v", policy, r)
 			}
 			r = b.run("--policy", policy, "--", "cat", "/.sbx/sbx")
 			own, denied, _ = splitReport(r.stderr)
-			if r.code != 1 || own != "cat: /.sbx/sbx: Permission denied\n" || !slices.Equal(denied, []string{"open /.sbx/sbx cat"}) {
+			if r.code != 1 || own != "cat: /.sbx/sbx: Permission denied\n" || !slices.Equal(denied, reported([]string{"open /.sbx/sbx cat"})) {
 				t.Errorf("--policy %s: cat /.sbx/sbx: want EACCES (reported)\n%v", policy, r)
 			}
 		})
@@ -866,6 +929,16 @@ except OSError as e:
 		lsmErr := bpf.LSMSupported()
 		r := b.run("--policy", "bpf", "--write", "--", "sh", "-c", "touch marker; echo ran")
 		marker := filepath.Join(b.ws, "marker")
+		if ok, _ := hasRootTier("bpf-lsm"); !ok {
+			// Rootless: the BPF LSM needs root, and doctor says so.
+			if want := "sbx: --policy bpf: " + runner.ErrBPFLSMNeedsRoot.Error() + "\n"; r.code != exitSbxError || r.stdout != "" || r.stderr != want {
+				t.Errorf("--policy bpf rootless: want exit 125 and %q\n%v", want, r)
+			}
+			if _, err := os.Lstat(marker); err == nil {
+				t.Errorf("--policy bpf exited %d but the program ran (marker written)", r.code)
+			}
+			return
+		}
 		if lsmErr == nil {
 			t.Logf("this kernel runs BPF LSM programs: --policy bpf must work")
 			if r.code != 0 || r.stdout != "ran\n" {
@@ -937,9 +1010,9 @@ func TestPolicyHostUnaffected(t *testing.T) {
 }
 
 // sabotagedBin builds sbx with the sbxtest tag (SBX_TEST_SABOTAGE hooks).
-func sabotagedBin(t *testing.T) string {
+func sabotagedBin(t *testing.T, dir string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "sbx-sbxtest")
+	bin := filepath.Join(dir, "sbx-sbxtest")
 	if out, err := exec.Command("go", "build", "-tags", "seccomp,sbxtest", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build sbx -tags seccomp,sbxtest: %v\n%s", err, out)
 	}
@@ -951,7 +1024,7 @@ func sabotagedBin(t *testing.T) string {
 // program never runs; without sabotage the same binary runs it.
 func TestCanarySabotage(t *testing.T) {
 	b := newBox(t)
-	bin := sabotagedBin(t)
+	bin := sabotagedBin(t, b.tempDir())
 	for _, tc := range []struct {
 		sabotage string
 		mention  []string
@@ -965,9 +1038,12 @@ func TestCanarySabotage(t *testing.T) {
 			name = "none"
 		}
 		t.Run(name, func(t *testing.T) {
+			if tc.sabotage == "netwall" {
+				needRootTier(t, "bpf-wall")
+			}
 			t.Parallel()
 			b := b.in(t)
-			b.ws = t.TempDir()
+			b.ws = b.tempDir()
 			if err := os.Chmod(b.ws, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -1027,6 +1103,21 @@ func TestDoctorReport(t *testing.T) {
 	}
 	if state["landlock"] != "ok" || detail["landlock"] != fmt.Sprintf("ABI %d", abi) {
 		t.Errorf("landlock: %s %q, want ok \"ABI %d\"\n%s", state["landlock"], detail["landlock"], abi, r.stdout)
+	}
+	if rootless() {
+		// The user's doctor: the BPF tiers need root, and it says why;
+		// Landlock and seccomp are enough to run.
+		for name, want := range map[string]error{"cgroup bpf": runner.ErrCgroupBPFNeedsRoot, "bpf lsm": runner.ErrBPFLSMNeedsRoot, "denial tracer": runner.ErrCgroupBPFNeedsRoot} {
+			if state[name] != "missing" || detail[name] != want.Error() {
+				t.Errorf("%s: %s %q, want missing %q\n%s", name, state[name], detail[name], want, r.stdout)
+			}
+		}
+		for _, want := range []string{"mode:          rootless (user namespace)", "file tiers:    landlock", "network tiers: empty network namespace, seccomp socket filter, landlock tcp bind/connect", "verdict:       sbx run can enforce files and network here"} {
+			if !slices.Contains(lines(r.stdout), want) {
+				t.Errorf("doctor output lacks %q\n%s", want, r.stdout)
+			}
+		}
+		return
 	}
 	if state["cgroup bpf"] != "ok" {
 		t.Errorf("cgroup bpf: %s %q, want ok\n%s", state["cgroup bpf"], detail["cgroup bpf"], r.stdout)

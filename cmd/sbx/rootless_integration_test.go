@@ -13,9 +13,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,50 +27,16 @@ const rootlessUser = "sbx-rootless-test"
 var (
 	rootlessOnce sync.Once
 	rootlessErr  error
-	rootlessAcct struct {
-		uid, gid int
-		home     string
-		bin      string // a copy of sbxBin the user can read and run
-	}
+	// rootlessAcct is the test user and its copy of the binary.
+	rootlessAcct testUser
 )
 
 // setupRootless creates the test user (once, idempotent) and a copy of the
-// binary it can execute.
+// binary it can execute (see ensureTestUser, shared with the as-user mode).
 func setupRootless(t *testing.T) {
 	t.Helper()
 	requireRoot(t) // only to create the user: the runs are rootless
-	rootlessOnce.Do(func() {
-		if _, err := user.Lookup(rootlessUser); err != nil {
-			out, err := exec.Command("useradd", "--system", "--create-home", "--home-dir", "/home/"+rootlessUser, "--shell", "/bin/sh", rootlessUser).CombinedOutput()
-			if err != nil && !strings.Contains(string(out), "already exists") {
-				rootlessErr = fmt.Errorf("useradd %s: %v: %s", rootlessUser, err, out)
-				return
-			}
-		}
-		u, err := user.Lookup(rootlessUser)
-		if err != nil {
-			rootlessErr = err
-			return
-		}
-		rootlessAcct.uid, _ = strconv.Atoi(u.Uid)
-		rootlessAcct.gid, _ = strconv.Atoi(u.Gid)
-		rootlessAcct.home = u.HomeDir
-		dir, err := os.MkdirTemp("", "sbx-rootless-bin-")
-		if err == nil {
-			err = os.Chmod(dir, 0o755)
-		}
-		if err != nil {
-			rootlessErr = err
-			return
-		}
-		data, err := os.ReadFile(sbxBin)
-		if err != nil {
-			rootlessErr = err
-			return
-		}
-		rootlessAcct.bin = filepath.Join(dir, "sbx")
-		rootlessErr = os.WriteFile(rootlessAcct.bin, data, 0o755)
-	})
+	rootlessOnce.Do(func() { rootlessAcct, rootlessErr = ensureTestUser(rootlessUser) })
 	if rootlessErr != nil {
 		t.Fatalf("set up the rootless test user: %v", rootlessErr)
 	}
@@ -122,10 +86,7 @@ func (b *rlBox) cmd(ctx context.Context, env []string, name string, args ...stri
 		"XDG_DATA_HOME=" + b.data,
 		"XDG_RUNTIME_DIR=" + b.runDir,
 	}, env...)
-	c.SysProcAttr = &syscall.SysProcAttr{
-		Credential: &syscall.Credential{Uid: uint32(rootlessAcct.uid), Gid: uint32(rootlessAcct.gid), Groups: []uint32{}},
-		Setsid:     true,
-	}
+	c.SysProcAttr = rootlessAcct.credential()
 	c.WaitDelay = 5 * time.Second
 	return c
 }

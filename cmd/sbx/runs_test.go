@@ -165,8 +165,15 @@ func (w *runWatcher) ids(pid int, start time.Time, wait time.Duration) ([]string
 	}
 }
 
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
 // leftovers lists what remains on the host of sandbox id: its run dir,
-// libcontainer state, cgroup directories in every hierarchy, throwaway home.
+// libcontainer state, cgroup directories in every hierarchy (and, for a
+// rootless run, in the user's delegated subtree; without one a rootless
+// run makes no cgroup at all), throwaway home.
 func leftovers(id string) []string {
 	var found []string
 	for _, p := range []string{
@@ -174,12 +181,19 @@ func leftovers(id string) []string {
 		filepath.Join(stateRoot, "lc", id),
 		filepath.Join(cgroupRoot, "sbx", id), // cgroup2-only host
 	} {
-		if _, err := os.Lstat(p); err == nil {
+		if exists(p) {
 			found = append(found, p)
 		}
 	}
 	cg, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sbx", id)) // v1 controllers, unified
 	found = append(found, cg...)
+	if rootless() && asUser.delegated != "" {
+		// The user's sandboxes' cgroups lie in its delegated subtree
+		// (and nowhere else: the checks above find none of them).
+		if p := filepath.Join(asUser.delegated, "sbx", id); exists(p) {
+			found = append(found, p)
+		}
+	}
 	homes, _ := filepath.Glob(filepath.Join(os.TempDir(), "sbx-home-"+id+"-*"))
 	return append(found, homes...)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,9 +29,14 @@ func (b *box) underScript(shellCmd string) result {
 	defer keep.Close()
 	p := b.startCmd(opts{stdin: stdin}, "script", "-qec", shellCmd, "/dev/null")
 	p.sbxRun = strings.Contains(shellCmd, " run ")
+	p.ownNoteCheck = true
 	r := p.wait()
 	// The pty merges stderr into stdout and ends lines with CRLF.
 	r.stdout = dropReclaimNotes(strings.ReplaceAll(r.stdout, "\r\n", "\n"))
+	if rootless() {
+		r.stdout, r.notes = dropLimitsNotes(r.stdout)
+		checkLimitsNote(b.t, p.cmd.Args, p.sbxRun, r.code, r.notes)
+	}
 	return r
 }
 
@@ -97,16 +103,14 @@ func TestTmuxWindowSize(t *testing.T) {
 	sock := uniqueName(t, "sbx-it-tmux")
 	tmux := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("tmux", append([]string{"-L", sock, "-f", "/dev/null"}, args...)...)
-		cmd.Env = b.environ(nil)
-		cmd.Dir = b.ws
+		cmd := b.command(context.Background(), opts{}, "tmux", append([]string{"-L", sock, "-f", "/dev/null"}, args...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("tmux %q: %v\n%s", args, err, out)
 		}
 		return strings.TrimSpace(string(out))
 	}
-	t.Cleanup(func() { _ = exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	t.Cleanup(func() { _ = b.command(context.Background(), opts{}, "tmux", "-L", sock, "kill-server").Run() })
 	file := func(name string) string { return filepath.Join(b.ws, name) }
 	// The resize reaches the program as SIGWINCH from its own pty.
 	program := `trap 'stty size > ` + shellQuote(file("size2")) + `; exit 0' WINCH; stty size > ` + shellQuote(file("size1")) + `; while :; do sleep 0.05; done`
