@@ -3,8 +3,11 @@ package runner
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -89,9 +92,11 @@ func (s *tracerStart) close() {
 // mount to another: the kernel's own EXDEV, which programs handle (mv
 // copies instead) and which is no denial, unlike Landlock's EXDEV between
 // differently ruled directories of one mount. The mounts are looked up in
-// the sandbox through its PID 1's root while it runs; when they cannot be
-// (the sandbox is gone), the event is kept.
-func crossMount(pid1 uint32, e bpf.Event) bool {
+// the sandbox through its PID 1's root while it runs; once it is gone (a
+// short program's last event is often read after it ended), in mounts, the
+// sandbox's mount table as it was before the program started (the program
+// cannot mount). When neither knows a path, the event is kept.
+func crossMount(pid1 uint32, mounts mountTable, e bpf.Event) bool {
 	if e.Errno != unix.EXDEV || e.Syscall == nil || e.Syscall.Path2 == "" || pid1 == 0 {
 		return false
 	}
@@ -99,9 +104,97 @@ func crossMount(pid1 uint32, e bpf.Event) bool {
 	if e.OpName() == "rename" {
 		from = filepath.Dir(from)
 	}
+	to := filepath.Dir(e.Syscall.Path2)
 	a, ok1 := mountID(pid1, from)
-	b, ok2 := mountID(pid1, filepath.Dir(e.Syscall.Path2))
+	b, ok2 := mountID(pid1, to)
+	if !ok1 || !ok2 {
+		a, ok1 = mounts.of(from)
+		b, ok2 = mounts.of(to)
+	}
 	return ok1 && ok2 && a != b
+}
+
+// mountTable is a sandbox's mounts: mount points (absolute, as seen inside)
+// and their ids, longest mount point first.
+type mountTable []mountPoint
+
+type mountPoint struct {
+	dir string
+	id  uint64
+}
+
+// readMountTable reads the mount table of pid (as its /proc/PID/mountinfo
+// shows it, relative to its root).
+func readMountTable(pid int) (mountTable, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read sandbox mount table: %w", err)
+	}
+	return parseMountInfo(string(data)), nil
+}
+
+// parseMountInfo parses mountinfo(5) lines: "ID PARENT MAJ:MIN ROOT
+// MOUNTPOINT ...", the mount point octal-escaped (\040 for a space). Of
+// mounts stacked on one point, the last listed is the visible one.
+func parseMountInfo(data string) mountTable {
+	var t mountTable
+	seen := map[string]int{}
+	for _, line := range strings.Split(data, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		id, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		dir := filepath.Clean(unescapeMountInfo(f[4]))
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		if i, ok := seen[dir]; ok {
+			t[i].id = id
+			continue
+		}
+		seen[dir] = len(t)
+		t = append(t, mountPoint{dir, id})
+	}
+	sort.SliceStable(t, func(i, j int) bool { return len(t[i].dir) > len(t[j].dir) })
+	return t
+}
+
+// unescapeMountInfo undoes mountinfo's octal escapes (\ooo).
+func unescapeMountInfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// of returns the id of the mount that path (absolute, lexically cleaned; a
+// symlink on the way is not followed) lies on.
+func (t mountTable) of(path string) (uint64, bool) {
+	if !filepath.IsAbs(path) {
+		return 0, false
+	}
+	path = filepath.Clean(path)
+	for _, m := range t {
+		if within(path, m.dir) {
+			return m.id, true
+		}
+	}
+	return 0, false
 }
 
 // mountID is the id of the mount that path (absolute, inside the sandbox)

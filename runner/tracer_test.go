@@ -132,3 +132,79 @@ func TestTracerMissingRunGoesOn(t *testing.T) {
 	}
 	s.close()
 }
+
+// A sandbox's mount table as its mountinfo shows it: the root, a bind of
+// /etc, a workspace with a space in its path (octal-escaped), a protected
+// entry inside it, and a tmpfs stacked over /tmp (the last one counts).
+const testMountInfo = `100 99 0:50 / / ro,relatime - tmpfs tmpfs ro
+101 100 8:1 /etc /etc ro,nosuid,nodev - ext4 /dev/sda1 rw
+102 100 8:1 /home/u/my\040ws /home/u/my\040ws rw - ext4 /dev/sda1 rw
+103 102 8:1 /home/u/my\040ws/.git /home/u/my\040ws/.git ro - ext4 /dev/sda1 rw
+104 100 0:51 / /tmp rw - tmpfs tmpfs rw
+105 104 0:52 / /tmp rw - tmpfs tmpfs rw
+`
+
+func TestMountTable(t *testing.T) {
+	mt := parseMountInfo(testMountInfo)
+	for _, tc := range []struct {
+		path string
+		id   uint64
+		ok   bool
+	}{
+		{"/", 100, true},
+		{"/usr/bin/sh", 100, true},
+		{"/etc", 101, true},
+		{"/etc/hostname", 101, true},
+		{"/etcx/f", 100, true},
+		{"/home/u/my ws/a/b", 102, true},
+		{"/home/u/my ws/.git/config", 103, true},
+		{"/home/u/my ws/.gitx", 102, true},
+		{"/home/u/my ws/../my ws/.git/x", 103, true},
+		{"/tmp/f", 105, true},
+		{"relative/path", 0, false},
+	} {
+		id, ok := mt.of(tc.path)
+		if id != tc.id || ok != tc.ok {
+			t.Errorf("of(%q) = %d, %v; want %d, %v", tc.path, id, ok, tc.id, tc.ok)
+		}
+	}
+	if got := unescapeMountInfo(`a\040b\134c\01`); got != `a b\c\01` {
+		t.Errorf("unescape: got %q", got)
+	}
+}
+
+// TestCrossMountAfterSandboxEnds: an EXDEV read after the sandbox ended (no
+// PID 1 to look the mounts up through) is still told apart by the mount
+// table read before the program started: the kernel's own EXDEV between
+// mounts is no denial; Landlock's within one mount is.
+func TestCrossMountAfterSandboxEnds(t *testing.T) {
+	mt := parseMountInfo(testMountInfo)
+	const gone = 1<<22 + 1 // above the kernel's largest pid_max: no such process
+	link := func(from, to string) bpf.Event {
+		e := traceEvent(unix.SYS_LINKAT, unix.EXDEV, from, 0, "landlock")
+		e.Syscall.Path2 = to
+		return e
+	}
+	rename := func(from, to string) bpf.Event {
+		e := traceEvent(unix.SYS_RENAMEAT2, unix.EXDEV, from, 0, "landlock")
+		e.Syscall.Path2 = to
+		return e
+	}
+	for _, tc := range []struct {
+		name  string
+		mt    mountTable
+		e     bpf.Event
+		cross bool
+	}{
+		{"link across mounts", mt, link("/etc/hostname", "/home/u/my ws/hl"), true},
+		{"link within the workspace mount", mt, link("/home/u/my ws/a", "/home/u/my ws/b/hl"), false},
+		{"rename into the protected .git", mt, rename("/home/u/my ws/hooks", "/home/u/my ws/.git/hooks"), true},
+		{"rename within /tmp", mt, rename("/tmp/a", "/tmp/b"), false},
+		{"no mount table", nil, link("/etc/hostname", "/home/u/my ws/hl"), false},
+		{"not EXDEV", mt, func() bpf.Event { e := link("/etc/hostname", "/tmp/hl"); e.Errno = unix.EACCES; return e }(), false},
+	} {
+		if got := crossMount(gone, tc.mt, tc.e); got != tc.cross {
+			t.Errorf("%s: crossMount = %v, want %v", tc.name, got, tc.cross)
+		}
+	}
+}

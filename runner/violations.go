@@ -40,7 +40,8 @@ type reporter struct {
 	pending    []string
 
 	// Set by setSandbox once the sandbox exists.
-	shimPID   uint32 // the sandbox's PID 1, sbx's own shim
+	shimPID   uint32     // the sandbox's PID 1, sbx's own shim
+	mounts    mountTable // the sandbox's mounts (see crossMount)
 	workspace string
 	readOnly  bool // the workspace is mounted read-only (no --write)
 	hinted    bool // the --write hint was given
@@ -64,11 +65,17 @@ func newReporter(log, jsonl io.Writer) *reporter {
 
 // setSandbox tells the reporter about the sandbox: the pid of its shim
 // (whose own refusals, such as the Landlock canary's, are sbx's and not
-// reported), and the workspace, for the --write hint.
+// reported), and the workspace, for the --write hint. It is called before
+// the program starts, so the sandbox's mount table it reads is final.
 func (r *reporter) setSandbox(shimPID int, workspace string, write bool) {
+	mounts, err := readMountTable(shimPID)
+	if err != nil {
+		// Only the classification of EXDEV after the run suffers.
+		mounts = nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.shimPID, r.workspace, r.readOnly = uint32(shimPID), workspace, !write
+	r.shimPID, r.workspace, r.readOnly, r.mounts = uint32(shimPID), workspace, !write, mounts
 }
 
 // writeHint is printed once, after the first refused write under a
@@ -116,7 +123,7 @@ func (r *reporter) addEvent(e bpf.Event, tier string) {
 		r.addLocked(violation(e, tier))
 		return
 	}
-	if (e.PID == r.shimPID && r.shimPID != 0) || crossMount(r.shimPID, e) {
+	if (e.PID == r.shimPID && r.shimPID != 0) || crossMount(r.shimPID, r.mounts, e) {
 		return
 	}
 	if last, ok := r.lastFile[e.PID]; ok {
