@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -25,9 +24,9 @@ type LSMOptions struct {
 	// PinRoot, if set, is a bpffs directory (such as [DefaultPinRoot])
 	// where the programs' links and maps are pinned, so that later
 	// processes reuse them instead of loading and verifying the programs
-	// again. Opening a fresh set of pins removes every other "lsm-*"
-	// directory there (older program versions, or pins bound to event maps
-	// that were replaced).
+	// again. Every other "lsm-*" directory there (older program versions,
+	// or pins bound to event maps that were replaced) is removed by the
+	// first open that finds it unused (no open [LSM] holds it).
 	PinRoot string
 }
 
@@ -67,7 +66,8 @@ type LSM struct {
 	links   map[string]link.Link
 	maps    map[string]*ebpf.Map
 	loaded  bool
-	slotDir string // EventMaps.SlotDir
+	slotDir string  // EventMaps.SlotDir
+	use     *dirUse // held on dir while the handle is open
 
 	mu    sync.Mutex
 	added map[uint64][]lsmSbxAllowKey
@@ -140,7 +140,9 @@ func (l *LSM) open(opts *LSMOptions) error {
 		// The pool's slot directories sit beside the pins.
 		l.slotDir = l.dir
 	}
+	keep := filepath.Base(l.dir)
 	if err := l.openPinned(opts.Events); err == nil {
+		sweepOthers(opts.PinRoot, "lsm-", keep)
 		return nil
 	}
 	lock, err := lockPinRoot(opts.PinRoot)
@@ -149,23 +151,26 @@ func (l *LSM) open(opts *LSMOptions) error {
 	}
 	defer lock.unlock()
 	if err := l.openPinned(opts.Events); err == nil {
+		_ = removeOthers(opts.PinRoot, "lsm-", keep)
 		return nil
 	}
-	entries, err := os.ReadDir(opts.PinRoot)
-	if err != nil {
-		return fmt.Errorf("read pin root: %w", err)
+	// A broken set of this build's pins goes; other builds' sets go unless
+	// a run still holds them (they stay attached until it ends, and a
+	// later open sweeps them).
+	if err := removePinDir(l.dir); err != nil {
+		return err
 	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "lsm-") {
-			if err := removePinDir(filepath.Join(opts.PinRoot, e.Name())); err != nil {
-				return err
-			}
-		}
+	if err := removeOthers(opts.PinRoot, "lsm-", keep); err != nil {
+		return err
 	}
 	if err := l.load(opts.Events); err != nil {
 		return err
 	}
-	return l.pin(opts.Events == nil)
+	if err := l.pin(opts.Events == nil); err != nil {
+		return err
+	}
+	l.use, err = holdDir(l.dir)
+	return err
 }
 
 // openPinned opens every pin in l.dir; missing or broken pins are an error.
@@ -175,6 +180,9 @@ func (l *LSM) openPinned(shared *EventMaps) (err error) {
 			l.closeAll()
 		}
 	}()
+	if l.use, err = holdDir(l.dir); err != nil {
+		return err
+	}
 	names := lsmPinnedMaps
 	if shared == nil {
 		names = append(append([]string(nil), names...), lsmEventMaps...)
@@ -504,5 +512,7 @@ func (l *LSM) closeAll() error {
 		errs = append(errs, m.Close())
 		delete(l.maps, name)
 	}
+	l.use.release()
+	l.use = nil
 	return errors.Join(errs...)
 }

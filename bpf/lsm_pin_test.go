@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -185,4 +186,50 @@ func TestLSMPinnedOwnEvents(t *testing.T) {
 	}
 	e := &lsmEnv{events: events, id: runID}
 	e.wantEvent(t, OpSocketCreate, pid, func(ev Event) bool { return ev.Family == 10 })
+}
+
+// TestLSMOtherVersionInUse: another build's LSM pins that a live handle
+// still holds survive this build's load (their programs stay attached for
+// that build's runs); the first open after the handle closes sweeps them.
+func TestLSMOtherVersionInUse(t *testing.T) {
+	requireLSM(t)
+	opts := &LSMOptions{PinRoot: lsmPinRoot(t)}
+	first, err := OpenLSM(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	// Held by inode: renamed, it is another build's directory in use.
+	stale := filepath.Join(opts.PinRoot, "lsm-0000000000000000-own")
+	if err := os.Rename(first.PinDir(), stale); err != nil {
+		t.Fatal(err)
+	}
+	second, err := OpenLSM(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		second.Unpin()
+		second.Close()
+	}()
+	if !second.Loaded() {
+		t.Error("OpenLSM reused pins of another version")
+	}
+	if entries, err := os.ReadDir(stale); err != nil || len(entries) == 0 {
+		t.Errorf("pins of the build in use were removed: %v (%d entries)", err, len(entries))
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	third, err := OpenLSM(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if third.Loaded() {
+		t.Error("OpenLSM of this build did not reuse its pins")
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unused pins of the other build not swept: %v", err)
+	}
 }

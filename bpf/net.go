@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -19,10 +18,11 @@ import (
 // NetOptions tune [OpenNet]. The zero value is what sbx uses.
 type NetOptions struct {
 	// PinRoot is the bpffs directory holding the pins ([DefaultPinRoot] if
-	// empty). One pin root serves one parent cgroup: opening a fresh set of
-	// pins removes every other "net-*" directory in it (older program
-	// versions, or a parent that was recreated), which detaches their
-	// programs once no process holds them open. Tests use their own.
+	// empty). One pin root serves one parent cgroup: every other "net-*"
+	// directory in it (older program versions, or a parent that was
+	// recreated) is removed by the first open that finds it unused (no
+	// open [Net] holds it), which detaches its programs once no process
+	// holds them open. Tests use their own.
 	PinRoot string
 }
 
@@ -40,6 +40,7 @@ type Net struct {
 	links    []link.Link // in netProgs order
 	maps     map[string]*ebpf.Map
 	loaded   bool
+	use      *dirUse // held on dir while the handle is open
 }
 
 // netProg says where one program of net.c is attached.
@@ -106,6 +107,7 @@ func OpenNet(parentCgroup string, opts *NetOptions) (*Net, error) {
 
 	// Warm path, without the lock: every pin there and every link attached.
 	if err := n.openPinned(false); err == nil {
+		sweepOthers(pinRoot, "net-", filepath.Base(n.dir))
 		return n, nil
 	}
 
@@ -118,6 +120,7 @@ func OpenNet(parentCgroup string, opts *NetOptions) (*Net, error) {
 	// is re-attached here.
 	err = n.openPinned(true)
 	if err == nil {
+		_ = removeOthers(pinRoot, "net-", filepath.Base(n.dir))
 		return n, nil
 	}
 	if !errors.Is(err, errPins) {
@@ -142,6 +145,12 @@ func (n *Net) openPinned(repair bool) (err error) {
 			n.closeAll()
 		}
 	}()
+	if n.use, err = holdDir(n.dir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: %w", errPins, err)
+		}
+		return err
+	}
 	n.maps = make(map[string]*ebpf.Map, len(netPinnedMaps))
 	for _, name := range netPinnedMaps {
 		m, err := ebpf.LoadPinnedMap(filepath.Join(n.dir, "map_"+name), nil)
@@ -244,21 +253,15 @@ func (n *Net) attach(p netProg, prog *ebpf.Program) (link.Link, error) {
 	return l, nil
 }
 
-// removeStale removes the pin directories of other versions or parents
-// (see NetOptions.PinRoot) and a broken n.dir. Called under the pin lock.
+// removeStale removes a broken n.dir and the pin directories of other
+// versions or parents (see NetOptions.PinRoot) that no open handle holds:
+// those a run still uses stay, attached, until a later open sweeps them.
+// Called under the pin lock.
 func (n *Net) removeStale(pinRoot string) error {
-	entries, err := os.ReadDir(pinRoot)
-	if err != nil {
-		return fmt.Errorf("list pins: %w", err)
+	if err := removePinDir(n.dir); err != nil {
+		return err
 	}
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "net-") {
-			if err := removePinDir(filepath.Join(pinRoot, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return removeOthers(pinRoot, "net-", filepath.Base(n.dir))
 }
 
 // load loads and verifies the programs, attaches and pins them. Called under
@@ -332,6 +335,9 @@ func (n *Net) load() (err error) {
 			return fmt.Errorf("pin map %s: %w", name, err)
 		}
 	}
+	if n.use, err = holdDir(n.dir); err != nil {
+		return err
+	}
 	n.loaded = true
 	return nil
 }
@@ -347,6 +353,8 @@ func (n *Net) closeAll() error {
 		errs = append(errs, m.Close())
 	}
 	n.links, n.maps = nil, nil
+	n.use.release()
+	n.use = nil
 	return errors.Join(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -395,6 +396,100 @@ func TestNetNewVersion(t *testing.T) {
 	}
 	if len(q.Programs) != 1 || q.Programs[0].ID == oldIDs[0] {
 		t.Errorf("programs attached to the parent: %+v, want only the new one (old %d)", q.Programs, oldIDs[0])
+	}
+}
+
+// TestNetOtherVersionInUse: the pins of another build that a live handle
+// (a run of that build) still holds are not removed when this build loads
+// its own, so that run keeps its pin directory (its event rings are
+// there) and its wall stays attached; the first open after the handle is
+// closed sweeps them, and their programs detach.
+func TestNetOtherVersionInUse(t *testing.T) {
+	env := newNetEnv(t)
+	stale := filepath.Join(env.pinRoot, "net-0000000000000000-1")
+	// The open handle holds its directory by inode: renamed, it is
+	// another build's directory in use.
+	if err := os.Rename(env.net.PinDir(), stale); err != nil {
+		t.Fatalf("rename pins: %v", err)
+	}
+	old := linkProgIDs(t, env.net)[0] // sock_create, on the parent
+	attached := func() []ebpf.ProgramID {
+		f, err := os.Open(env.parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		q, err := link.QueryPrograms(link.QueryOptions{Target: int(f.Fd()), Attach: ebpf.AttachCGroupInetSockCreate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []ebpf.ProgramID
+		for _, p := range q.Programs {
+			ids = append(ids, p.ID)
+		}
+		return ids
+	}
+
+	n := openTestNet(t, env.parent, env.pinRoot)
+	if !n.Loaded() {
+		t.Fatal("OpenNet reused pins of another version")
+	}
+	if _, err := os.Stat(filepath.Join(stale, "link_"+netProgSbxSockCreate)); err != nil {
+		t.Errorf("pins of the build in use were removed: %v", err)
+	}
+	if ids := attached(); !slices.Contains(ids, old) || len(ids) != 2 {
+		t.Errorf("programs on the parent while the other build runs: %v, want its %d and this build's", ids, old)
+	}
+
+	env.net.Close() // that build's run ends
+	n2 := openTestNet(t, env.parent, env.pinRoot)
+	if n2.Loaded() {
+		t.Error("second OpenNet of this build did not reuse its pins")
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unused pins of the other build not swept: %v", err)
+	}
+	// The last reference of a pinned link goes when bpffs frees the
+	// unlinked inode, after an RCU grace period: wait for the detach.
+	deadline := time.Now().Add(5 * time.Second)
+	for ids := attached(); slices.Contains(ids, old) || len(ids) != 1; ids = attached() {
+		if time.Now().After(deadline) {
+			t.Fatalf("programs on the parent after the sweep: %v, want only this build's (not %d)", ids, old)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPinDirUse: a held pin directory is not removed; a released one is;
+// holding a missing one is ErrNotExist (the caller's cue to load).
+func TestPinDirUse(t *testing.T) {
+	root := newPinRoot(t)
+	if err := os.MkdirAll(filepath.Join(root, "d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "d")
+	u, err := holdDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u2, err := holdDir(dir) // shared: two runs of one build
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.release()
+	if gone, err := removeUnused(dir); err != nil || gone {
+		t.Fatalf("removeUnused of a held dir: gone %v, %v", gone, err)
+	}
+	u2.release()
+	u2.release() // twice is fine
+	if gone, err := removeUnused(dir); err != nil || !gone {
+		t.Fatalf("removeUnused of a released dir: gone %v, %v", gone, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dir still there: %v", err)
+	}
+	if _, err := holdDir(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("holdDir of a missing dir: %v, want ErrNotExist", err)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -87,4 +89,119 @@ func removePinDir(dir string) error {
 		return fmt.Errorf("remove pins: %w", err)
 	}
 	return nil
+}
+
+// dirUse is a shared flock on a pin directory, held by a handle (a Net or
+// an LSM) for as long as it uses the directory's pins and event rings.
+// Opening another version's pins removes only the directories nobody holds
+// ([removeUnused]), so a run of one sbx build never loses its pin
+// directory to a run of another (an upgrade, two builds side by side).
+type dirUse struct{ fd int }
+
+// holdDir takes a shared lock on dir. It fails wrapping [os.ErrNotExist]
+// when dir is missing, or was removed while the lock was awaited (a remover
+// holds it exclusively while it removes).
+func holdDir(dir string) (*dirUse, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open pin dir %s: %w", dir, err)
+	}
+	for {
+		err = unix.Flock(fd, unix.LOCK_SH)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("lock pin dir %s: %w", dir, err)
+	}
+	var held, now unix.Stat_t
+	if err := unix.Fstat(fd, &held); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("stat pin dir %s: %w", dir, err)
+	}
+	if err := unix.Stat(dir, &now); err != nil || now.Ino != held.Ino || now.Dev != held.Dev {
+		unix.Close(fd)
+		return nil, fmt.Errorf("pin dir %s: removed while opening: %w", dir, os.ErrNotExist)
+	}
+	return &dirUse{fd}, nil
+}
+
+// release drops the lock; nil and repeated calls are fine.
+func (u *dirUse) release() {
+	if u != nil && u.fd >= 0 {
+		unix.Close(u.fd)
+		u.fd = -1
+	}
+}
+
+// removeUnused removes the pin directory dir unless a handle holds it
+// ([holdDir]), and reports whether dir is gone. Called under the pin lock.
+func removeUnused(dir string) (bool, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("open pin dir %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return false, nil
+		}
+		return false, fmt.Errorf("lock pin dir %s: %w", dir, err)
+	}
+	return true, removePinDir(dir)
+}
+
+// removeOthers removes, of the pin directories in pinRoot whose names
+// start with prefix, those nobody holds, except keep (a base name; "" for
+// none). Called under the pin lock.
+func removeOthers(pinRoot, prefix, keep string) error {
+	entries, err := os.ReadDir(pinRoot)
+	if err != nil {
+		return fmt.Errorf("list pins: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || e.Name() == keep {
+			continue
+		}
+		if _, err := removeUnused(filepath.Join(pinRoot, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasOthers reports whether pinRoot holds a pin directory named prefix*
+// other than keep: left by another build, or by one whose runs still use
+// it. Cheap enough for every warm open (one read of a small directory).
+func hasOthers(pinRoot, prefix, keep string) bool {
+	entries, err := os.ReadDir(pinRoot)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) && e.Name() != keep {
+			return true
+		}
+	}
+	return false
+}
+
+// sweepOthers removes the unused pin directories named prefix* but keep,
+// when there are any, taking the pin lock for it. It is garbage
+// collection: a failure leaves them for a later run and is not reported.
+func sweepOthers(pinRoot, prefix, keep string) {
+	if !hasOthers(pinRoot, prefix, keep) {
+		return
+	}
+	lock, err := lockPinRoot(pinRoot)
+	if err != nil {
+		return
+	}
+	defer lock.unlock()
+	_ = removeOthers(pinRoot, prefix, keep)
 }
