@@ -93,9 +93,10 @@ func removePinDir(dir string) error {
 
 // dirUse is a shared flock on a pin directory, held by a handle (a Net or
 // an LSM) for as long as it uses the directory's pins and event rings.
-// Opening another version's pins removes only the directories nobody holds
-// ([removeUnused]), so a run of one sbx build never loses its pin
-// directory to a run of another (an upgrade, two builds side by side).
+// Loading a build's pins removes other builds' directories only when
+// nobody holds them ([removeUnused]), so a run of one sbx build never loses
+// its pin directory to a run of another (an upgrade, two builds side by
+// side).
 type dirUse struct{ fd int }
 
 // holdDir takes a shared lock on dir. It fails wrapping [os.ErrNotExist]
