@@ -80,7 +80,14 @@ func (w *runWatcher) loop(fd int) {
 			// ".new-ID-N" is a run dir being assembled; it is renamed
 			// to ID (IN_MOVED_TO), which is what counts.
 			if mask&unix.IN_ISDIR != 0 && name != "" && !strings.HasPrefix(name, ".") {
-				go w.attribute(name, time.Now())
+				// The owner record is there when the dir appears (it
+				// is renamed into place whole): read it right away,
+				// before a short run can remove it, and keep
+				// trying in the background only if that fails.
+				now := time.Now()
+				if !w.tryAttribute(name, now) {
+					go w.attribute(name, now)
+				}
 			}
 		}
 	}
@@ -94,21 +101,30 @@ func (w *runWatcher) fail(err error) {
 	}
 }
 
-// attribute reads the owner record of run id (sbx writes it right after
-// creating the directory) and records the owner and its ancestors.
+// tryAttribute reads the owner record of run id once and, if it is there,
+// records the owner and its ancestors.
+func (w *runWatcher) tryAttribute(id string, seen time.Time) bool {
+	data, err := os.ReadFile(filepath.Join(w.dir, id, "owner"))
+	if err != nil {
+		return false
+	}
+	var pid int
+	var start uint64
+	if _, err := fmt.Sscanf(string(data), "%d %d", &pid, &start); err != nil {
+		return false
+	}
+	w.mu.Lock()
+	w.recs = append(w.recs, runRecord{id: id, pid: pid, ancestors: ancestors(pid), seen: seen})
+	w.mu.Unlock()
+	return true
+}
+
+// attribute retries tryAttribute until the record is there or the run
+// dir is gone.
 func (w *runWatcher) attribute(id string, seen time.Time) {
-	owner := filepath.Join(w.dir, id, "owner")
 	for i := 0; i < 1000; i++ {
-		data, err := os.ReadFile(owner)
-		if err == nil {
-			var pid int
-			var start uint64
-			if _, err := fmt.Sscanf(string(data), "%d %d", &pid, &start); err == nil {
-				w.mu.Lock()
-				w.recs = append(w.recs, runRecord{id: id, pid: pid, ancestors: ancestors(pid), seen: seen})
-				w.mu.Unlock()
-				return
-			}
+		if w.tryAttribute(id, seen) {
+			return
 		}
 		if _, err := os.Stat(filepath.Join(w.dir, id)); errors.Is(err, os.ErrNotExist) {
 			return // gone before its owner could be read
