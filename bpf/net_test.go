@@ -334,7 +334,16 @@ func TestNetReuse(t *testing.T) {
 	}
 
 	// Programs are attached once: the parent holds one sock_create program.
-	f, err := os.Open(env.parent)
+	if ids := sockCreatePrograms(t, env.parent); len(ids) != 1 || ids[0] != first[0] {
+		t.Errorf("programs attached to the parent: %v, want just %d", ids, first[0])
+	}
+}
+
+// sockCreatePrograms lists the ids of the sock_create programs attached
+// to the cgroup dir.
+func sockCreatePrograms(t *testing.T, dir string) []ebpf.ProgramID {
+	t.Helper()
+	f, err := os.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,9 +352,11 @@ func TestNetReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(q.Programs) != 1 || q.Programs[0].ID != first[0] {
-		t.Errorf("programs attached to the parent: %+v, want just %d", q.Programs, first[0])
+	var ids []ebpf.ProgramID
+	for _, p := range q.Programs {
+		ids = append(ids, p.ID)
 	}
+	return ids
 }
 
 func equalIDs(a, b []ebpf.ProgramID) bool {
@@ -385,17 +396,8 @@ func TestNetNewVersion(t *testing.T) {
 			p.Close()
 		}
 	}
-	f, err := os.Open(env.parent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	q, err := link.QueryPrograms(link.QueryOptions{Target: int(f.Fd()), Attach: ebpf.AttachCGroupInetSockCreate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(q.Programs) != 1 || q.Programs[0].ID == oldIDs[0] {
-		t.Errorf("programs attached to the parent: %+v, want only the new one (old %d)", q.Programs, oldIDs[0])
+	if ids := sockCreatePrograms(t, env.parent); len(ids) != 1 || ids[0] == oldIDs[0] {
+		t.Errorf("programs attached to the parent: %v, want only the new one (old %d)", ids, oldIDs[0])
 	}
 }
 
@@ -413,22 +415,7 @@ func TestNetOtherVersionInUse(t *testing.T) {
 		t.Fatalf("rename pins: %v", err)
 	}
 	old := linkProgIDs(t, env.net)[0] // sock_create, on the parent
-	attached := func() []ebpf.ProgramID {
-		f, err := os.Open(env.parent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		q, err := link.QueryPrograms(link.QueryOptions{Target: int(f.Fd()), Attach: ebpf.AttachCGroupInetSockCreate})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []ebpf.ProgramID
-		for _, p := range q.Programs {
-			ids = append(ids, p.ID)
-		}
-		return ids
-	}
+	attached := func() []ebpf.ProgramID { return sockCreatePrograms(t, env.parent) }
 
 	n := openTestNet(t, env.parent, env.pinRoot)
 	if !n.Loaded() {
