@@ -46,7 +46,7 @@ func cgroup2Mounts() ([]string, error) {
 		for i, fld := range fields {
 			if fld == "-" && i+1 < len(fields) && i >= 5 {
 				if fields[i+1] == "cgroup2" {
-					mounts = append(mounts, unescapeMountinfo(fields[4]))
+					mounts = append(mounts, UnescapeMountinfo(fields[4]))
 				}
 				break
 			}
@@ -58,8 +58,9 @@ func cgroup2Mounts() ([]string, error) {
 	return mounts, nil
 }
 
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
+// UnescapeMountinfo undoes the octal escapes of a path in mountinfo(5)
+// (\040 for a space, \134 for a backslash).
+func UnescapeMountinfo(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

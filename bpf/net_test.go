@@ -637,8 +637,8 @@ func TestUnescapeMountinfo(t *testing.T) {
 		`\040`:                   " ",
 		`/sys/fs/cgroup/unified`: "/sys/fs/cgroup/unified",
 	} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
+		if got := UnescapeMountinfo(in); got != want {
+			t.Errorf("UnescapeMountinfo(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

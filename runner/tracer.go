@@ -148,7 +148,7 @@ func parseMountInfo(data string) mountTable {
 		if err != nil {
 			continue
 		}
-		dir := filepath.Clean(unescapeMountInfo(f[4]))
+		dir := filepath.Clean(bpf.UnescapeMountinfo(f[4]))
 		if !filepath.IsAbs(dir) {
 			continue
 		}
@@ -161,25 +161,6 @@ func parseMountInfo(data string) mountTable {
 	}
 	sort.SliceStable(t, func(i, j int) bool { return len(t[i].dir) > len(t[j].dir) })
 	return t
-}
-
-// unescapeMountInfo undoes mountinfo's octal escapes (\ooo).
-func unescapeMountInfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // of returns the id of the mount that path (absolute, lexically cleaned; a

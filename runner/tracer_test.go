@@ -168,9 +168,6 @@ func TestMountTable(t *testing.T) {
 			t.Errorf("of(%q) = %d, %v; want %d, %v", tc.path, id, ok, tc.id, tc.ok)
 		}
 	}
-	if got := unescapeMountInfo(`a\040b\134c\01`); got != `a b\c\01` {
-		t.Errorf("unescape: got %q", got)
-	}
 }
 
 // TestCrossMountAfterSandboxEnds: an EXDEV read after the sandbox ended (no
