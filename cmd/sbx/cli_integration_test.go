@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -174,6 +175,40 @@ func TestTimeout(t *testing.T) {
 
 // TestSetupErrors covers sbx's own failures: status 125, one "sbx: " line
 // naming what failed, nothing run and nothing created on disk.
+// TestSetupErrorLeavesNoViolationsFile: a run refused during setup removes
+// the --violations file it created (bad input changes nothing on disk),
+// keeps one that was there, and a run that starts creates it.
+func TestSetupErrorLeavesNoViolationsFile(t *testing.T) {
+	b := newBox(t)
+	dir := b.tempDir()
+	for _, bad := range [][]string{{"--home", "/nonexistent/sbx-home"}, {"--ro", "/nonexistent/sbx-ro"}} {
+		v := filepath.Join(dir, "new.jsonl")
+		r := b.run(append(append([]string{"--violations", v}, bad...), "--", "true")...)
+		if r.code != exitSbxError {
+			t.Fatalf("%q: got %v, want exit 125", bad, r)
+		}
+		if _, err := os.Stat(v); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%q: refused run left %s behind (stat: %v)", bad, v, err)
+		}
+	}
+	kept := filepath.Join(dir, "kept.jsonl")
+	writeFile(t, kept, "", 0o600)
+	chownToUser(t, kept)
+	if r := b.run("--violations", kept, "--home", "/nonexistent/sbx-home", "--", "true"); r.code != exitSbxError {
+		t.Fatalf("got %v, want exit 125", r)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("refused run removed the violations file that was there: %v", err)
+	}
+	v := filepath.Join(dir, "ran.jsonl")
+	if r := b.run("--violations", v, "--", "true"); r.code != 0 {
+		t.Fatalf("control run: %v", r)
+	}
+	if _, err := os.Stat(v); err != nil {
+		t.Errorf("a run that started did not create its violations file: %v", err)
+	}
+}
+
 func TestSetupErrors(t *testing.T) {
 	b := newBox(t)
 	for _, c := range []struct {

@@ -175,8 +175,14 @@ func cmdRun(args []string, s streams) int {
 	if o.Policy, err = runner.ParsePolicy(policy); err != nil {
 		return fail(s, fmt.Errorf("run: --policy: %v", err))
 	}
+	var createdViolations *os.File // the file, if this run created it
 	if violations != "" {
-		f, err := os.OpenFile(violations, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := os.OpenFile(violations, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		if err == nil {
+			createdViolations = f
+		} else if errors.Is(err, os.ErrExist) {
+			f, err = os.OpenFile(violations, os.O_WRONLY|os.O_APPEND, 0)
+		}
 		if err != nil {
 			return fail(s, fmt.Errorf("run: --violations: %w", err))
 		}
@@ -196,6 +202,13 @@ func cmdRun(args []string, s streams) int {
 
 	res, err := runner.Run(context.Background(), o)
 	if err != nil {
+		// A run refused before it started leaves nothing behind: not even
+		// the violations file it created, while that is still empty.
+		if createdViolations != nil {
+			if st, serr := createdViolations.Stat(); serr == nil && st.Size() == 0 {
+				os.Remove(violations)
+			}
+		}
 		return fail(s, err)
 	}
 	switch {
