@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -55,13 +56,21 @@ type Result struct {
 }
 
 // MarshalJSON writes Violations as [] rather than null when it is empty.
+// It leaves <, > and & as they are (the program's output is not HTML);
+// an encoder that escapes HTML escapes them in what MarshalJSON returns.
 func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result // same fields, no methods: no recursion
 	p := plain(r)
 	if p.Violations == nil {
 		p.Violations = []Violation{}
 	}
-	return json.Marshal(p)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Rejected returns the result of a request the gate refused: status

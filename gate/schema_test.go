@@ -326,6 +326,21 @@ func TestResultJSON(t *testing.T) {
 	if string(data) != wantRej {
 		t.Errorf("Marshal = %s, want %s", data, wantRej)
 	}
+	// The program's output is text, not HTML: an encoder that does not
+	// escape HTML writes <, > and & as they are; json.Marshal still
+	// escapes them (valid JSON either way).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(Result{Status: StatusExited, Output: "a <b> & c"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"output":"a <b> & c"`) {
+		t.Errorf("Encode without HTML escaping = %s, want the output unescaped", buf.String())
+	}
+	if data, _ := json.Marshal(Result{Output: "<&>"}); !strings.Contains(string(data), `"output":"\u003c\u0026\u003e"`) {
+		t.Errorf("Marshal = %s, want <&> escaped", data)
+	}
 	// Every JSON key of Result is a property of the schema, and the other way round.
 	var doc struct {
 		Properties map[string]any `json:"properties"`
