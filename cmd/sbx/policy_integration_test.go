@@ -1040,6 +1040,15 @@ func TestCanarySabotage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if tc.sabotage == "netwall" {
 				needRootTier(t, "bpf-wall")
+				// The sabotage's cgroup parent is the test's to remove
+				// (sbx itself never makes one): rmdir fails, harmlessly,
+				// while another run still uses it.
+				t.Cleanup(func() {
+					parents, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sbx-sabotaged"))
+					for _, p := range parents {
+						_ = os.Remove(p)
+					}
+				})
 			}
 			t.Parallel()
 			b := b.in(t)
