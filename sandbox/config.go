@@ -149,11 +149,11 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 		}
 	}
 	masked = append(masked, s.Masked...)
-	var fams []int
-	if s.AllowInetSockets {
-		fams = []int{unix.AF_INET, unix.AF_INET6}
-	}
-	filter, err := SeccompWith(SeccompOptions{SocketFamilies: fams})
+	opts := s.seccompOptions()
+	// Rootless, the shim starts the program in a user namespace of its
+	// own and stacks the default filter on it (see [UserNS]).
+	opts.AllowNewUser = s.Rootless
+	filter, err := SeccompWith(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +189,15 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 		s.rootlessConfig(cfg)
 	}
 	return cfg, nil
+}
+
+// seccompOptions are the options of the program's seccomp filter.
+func (s *Spec) seccompOptions() SeccompOptions {
+	var o SeccompOptions
+	if s.AllowInetSockets {
+		o.SocketFamilies = []int{unix.AF_INET, unix.AF_INET6}
+	}
+	return o
 }
 
 // bindMount is a recursive bind of src at dst, read-only (recursively, via

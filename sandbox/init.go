@@ -13,14 +13,17 @@ import (
 )
 
 // Init must be the first call in main (and in TestMain of tests that start
-// sandboxes). When the process is the libcontainer bootstrap ("init") or the
-// sandbox's shim ([ShimPath]), Init runs that role and never returns;
-// otherwise it returns at once.
+// sandboxes). When the process is the libcontainer bootstrap ("init"), the
+// sandbox's shim ([ShimPath]) or a rootless sandbox's exec step, Init runs
+// that role and never returns; otherwise it returns at once.
 func Init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		libcontainer.Init() // never returns
 	}
 	if len(os.Args) > 0 && os.Args[0] == ShimPath {
 		os.Exit(RunShim(os.Args[1:]))
+	}
+	if len(os.Args) > 0 && os.Args[0] == execStepArg0 && os.Getenv(execStepEnv) != "" {
+		os.Exit(runExecStep(os.Args[1:]))
 	}
 }

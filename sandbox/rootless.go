@@ -10,12 +10,17 @@ import (
 // A new user namespace maps one id, the user's own, and libcontainer's
 // bootstrap becomes uid 0 of that namespace (it switches to root in every
 // user namespace it creates, so 0 is the id that must be mapped: a single
-// mapping written by the process itself, no newuidmap). The program runs
-// as that id: on the host it is the user, inside it is called 0 but has no
-// capabilities (empty bounding and ambient sets, no_new_privs), and every
-// host file not owned by the user appears owned by the overflow id
-// (nobody). The mount, PID, IPC, UTS, network and cgroup namespaces are
-// the same as root's, and owned by the new user namespace.
+// mapping written by the process itself, no newuidmap). The shim runs as
+// that 0 and starts the program in a user namespace of its own that maps
+// the user's ids back (execstep.go), so the program is the user inside
+// too, without capabilities (empty sets, no_new_privs); every host file
+// not owned by the user appears owned by the overflow id (nobody). The
+// mount, PID, IPC, UTS, network and cgroup namespaces are the same as
+// root's, and owned by the sandbox's user namespace.
+
+// shimCaps are the capabilities a rootless sandbox's shim holds, in the
+// sandbox's user namespace only, until the exec step has started.
+var shimCaps = []string{"CAP_SETFCAP", "CAP_SETPCAP"}
 
 // rootlessConfig turns cfg, built for root, into its rootless form.
 func (s *Spec) rootlessConfig(cfg *configs.Config) {
@@ -24,6 +29,11 @@ func (s *Spec) rootlessConfig(cfg *configs.Config) {
 	cfg.Namespaces = append(cfg.Namespaces, configs.Namespace{Type: configs.NEWUSER})
 	cfg.UIDMappings = []configs.IDMap{{ContainerID: 0, HostID: int64(s.UID), Size: 1}}
 	cfg.GIDMappings = []configs.IDMap{{ContainerID: 0, HostID: int64(s.GID), Size: 1}}
+	// The shim maps this namespace's 0 (the user) into the program's own
+	// namespace (execstep.go), which the kernel allows only to a writer
+	// with CAP_SETFCAP here; CAP_SETPCAP lets the shim and the exec step
+	// drop both again (the shim right after the step has started).
+	cfg.Capabilities = &configs.Capabilities{Bounding: shimCaps, Effective: shimCaps, Permitted: shimCaps}
 	// Device nodes are bind-mounted from the host (a user namespace
 	// cannot mknod); the devices controller is root's.
 	cfg.Cgroups.Resources.Devices = nil

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +46,18 @@ func TestRootlessConfig(t *testing.T) {
 		t.Errorf("rlimits %v, want AS %d and NPROC 256", got, 512<<20*ASFactor)
 	}
 	if cfg.Seccomp == nil {
-		t.Error("no seccomp filter")
+		t.Fatal("no seccomp filter")
+	}
+	// The shim may create the program's user namespace (execstep.go), and
+	// holds only the two capabilities that takes, in this namespace.
+	newUser := seccompCase{name: "clone", args: [6]uint64{unix.CLONE_NEWUSER | 0x11}}
+	if got := evalRules(t, cfg.Seccomp, newUser); got != 0 {
+		t.Errorf("shim filter: clone(CLONE_NEWUSER) gives %v, want allowed", errnoName(got))
+	}
+	c := cfg.Capabilities
+	if c == nil || !slices.Equal(c.Bounding, shimCaps) || !slices.Equal(c.Effective, shimCaps) || !slices.Equal(c.Permitted, shimCaps) ||
+		len(c.Inheritable) != 0 || len(c.Ambient) != 0 {
+		t.Errorf("shim capabilities %+v, want %v bounding, effective and permitted only", c, shimCaps)
 	}
 
 	// With a delegated subtree the limits are cgroup limits again.
@@ -71,6 +83,12 @@ func TestRootlessConfig(t *testing.T) {
 	}
 	if cfg.RootlessEUID || cfg.Namespaces.Contains(configs.NEWUSER) || len(cfg.UIDMappings) != 0 {
 		t.Error("root's config got rootless settings")
+	}
+	if got := evalRules(t, cfg.Seccomp, newUser); got != unix.EPERM {
+		t.Errorf("root's filter: clone(CLONE_NEWUSER) gives %v, want EPERM", errnoName(got))
+	}
+	if c := cfg.Capabilities; c == nil || len(c.Bounding)+len(c.Effective)+len(c.Permitted) != 0 {
+		t.Errorf("root's sandbox has capabilities: %+v", c)
 	}
 }
 

@@ -114,6 +114,12 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 		pol := spec.LandlockPolicy(layout)
 		shimCfg.Landlock = &pol
 	}
+	if spec.Rootless {
+		if shimCfg.Seccomp, err = SeccompWith(spec.seccompOptions()); err != nil {
+			return nil, err
+		}
+		shimCfg.UserNS = &UserNS{UID: spec.UID, GID: spec.GID}
+	}
 	sabotage(cfg, &shimCfg)
 	c, err := libcontainer.Create(dirs.lcRoot(), spec.ID, cfg)
 	if err != nil {

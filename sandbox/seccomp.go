@@ -122,6 +122,11 @@ type SeccompOptions struct {
 	// addition to AF_UNIX (for example unix.AF_INET when a later network
 	// policy allows egress). Every other family fails with EPERM.
 	SocketFamilies []int
+	// AllowNewUser lets clone(2) create a user namespace (CLONE_NEWUSER
+	// alone among the namespace flags). Only the filter of a rootless
+	// sandbox's shim has it, which starts the program in a user namespace
+	// of its own; the program gets the default filter stacked on top.
+	AllowNewUser bool
 }
 
 // Seccomp returns sbx's default seccomp filter: every syscall is allowed
@@ -159,6 +164,9 @@ func SeccompWith(opts SeccompOptions) (*configs.Seccomp, error) {
 	}
 	calls = append(calls, denyErrno("clone3", unix.ENOSYS))
 	for _, f := range cloneNamespaceFlags {
+		if f == unix.CLONE_NEWUSER && opts.AllowNewUser {
+			continue
+		}
 		calls = append(calls, deny("clone", maskEq(0, f, f)))
 	}
 	for _, f := range unshareNamespaceFlags {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/bpf"
@@ -31,8 +32,27 @@ type ShimConfig struct {
 	// NetCanary makes the shim prove the network wall before it starts the
 	// program: socket(AF_INET) and socket(AF_INET6) must fail with EPERM.
 	NetCanary bool `json:"netCanary,omitempty"`
-	// Landlock, when set, is applied to the shim and so to the program.
+	// Landlock, when set, is applied to the shim and so to the program
+	// (with UserNS, to the exec step and so to the program only).
 	Landlock *FilePolicy `json:"landlock,omitempty"`
+	// UserNS, for a rootless sandbox, starts the program through the exec
+	// step ([runExecStep]) in a user namespace of its own that maps the
+	// user's ids back, so that it runs as the user inside too.
+	UserNS *UserNS `json:"userns,omitempty"`
+	// Seccomp is the filter the exec step stacks on the program (with
+	// UserNS: the shim's own filter lets it create that namespace).
+	Seccomp *configs.Seccomp `json:"seccomp,omitempty"`
+	// GoFD is, for the exec step, a pipe on which the shim says that it
+	// has dropped its capabilities: the program starts only then.
+	GoFD int `json:"goFD,omitempty"`
+}
+
+// UserNS are the user's ids on the host. A rootless sandbox's user
+// namespace maps them to 0, as libcontainer's bootstrap needs; the
+// program's own namespace, nested in it, maps them back to themselves.
+type UserNS struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
 }
 
 // ExitNotFound and ExitNotExecutable are the shim's (and sbx's) statuses for
@@ -93,38 +113,58 @@ func RunShim(args []string) int {
 		}()
 	}
 
-	if cfg.Landlock != nil {
-		if err := applyLandlock(*cfg.Landlock); err != nil {
-			fmt.Fprintf(os.Stderr, "sbx: refusing to run: %v\n", err)
-			return 125
-		}
-	}
-	if cfg.NetCanary {
-		if err := bpf.Canary(); err != nil {
-			fmt.Fprintf(os.Stderr, "sbx: refusing to run: %v\n", err)
-			return 125
-		}
-	}
-	path, code := lookPath(args[0])
-	if code != 0 {
-		return code
-	}
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if cfg.Terminal {
 		attr.Foreground = true
 		attr.Ctty = 0
 	}
-	proc, err := os.StartProcess(path, args, &os.ProcAttr{
-		Env:   os.Environ(),
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		Sys:   attr,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", args[0], unwrapExecErr(err))
-		if errors.Is(err, unix.ENOENT) {
-			return ExitNotFound
+	var proc *os.Process
+	if cfg.UserNS != nil {
+		// The exec step sets up the program's confinement itself (the
+		// shim stays outside its Landlock domain so that it may signal
+		// it) and then becomes the program.
+		var (
+			goAhead *os.File
+			err     error
+		)
+		if proc, goAhead, err = startExecStep(cfg, args, attr); err != nil {
+			fmt.Fprintf(os.Stderr, "sbx: refusing to run: shim: %v\n", err)
+			return 125
 		}
-		return ExitNotExecutable
+		if err := dropShimCaps(); err != nil {
+			proc.Kill()
+			fmt.Fprintf(os.Stderr, "sbx: refusing to run: shim: %v\n", err)
+			return 125
+		}
+		_, err = goAhead.Write([]byte{1})
+		goAhead.Close()
+		// EPIPE: the step has ended already; its status is the run's.
+		if err != nil && !errors.Is(err, unix.EPIPE) {
+			proc.Kill()
+			fmt.Fprintf(os.Stderr, "sbx: refusing to run: shim: start the program: %v\n", err)
+			return 125
+		}
+	} else {
+		if code := confine(cfg); code != 0 {
+			return code
+		}
+		path, code := lookPath(args[0])
+		if code != 0 {
+			return code
+		}
+		var err error
+		proc, err = os.StartProcess(path, args, &os.ProcAttr{
+			Env:   os.Environ(),
+			Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+			Sys:   attr,
+		})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", args[0], unwrapExecErr(err))
+			if errors.Is(err, unix.ENOENT) {
+				return ExitNotFound
+			}
+			return ExitNotExecutable
+		}
 	}
 	pid := proc.Pid
 	signal.Ignore(unix.SIGTTOU, unix.SIGTTIN)
@@ -146,6 +186,25 @@ func RunShim(args []string) int {
 			return 128 + int(unix.SIGKILL)
 		}
 	}
+}
+
+// confine applies cfg's Landlock policy to the calling thread's process
+// and proves it and the network wall with their canaries; it prints why
+// and returns 125 when either does not hold.
+func confine(cfg ShimConfig) int {
+	if cfg.Landlock != nil {
+		if err := applyLandlock(*cfg.Landlock); err != nil {
+			fmt.Fprintf(os.Stderr, "sbx: refusing to run: %v\n", err)
+			return 125
+		}
+	}
+	if cfg.NetCanary {
+		if err := bpf.Canary(); err != nil {
+			fmt.Fprintf(os.Stderr, "sbx: refusing to run: %v\n", err)
+			return 125
+		}
+	}
+	return 0
 }
 
 // shimThreads is how many idle OS threads the shim's Go runtime gets before

@@ -126,16 +126,34 @@ func TestNoPrivileges(t *testing.T) {
 		t.Errorf("sandbox NoNewPrivs = %q, Seccomp = %q; want 1 and 2 (filter)", in["NoNewPrivs"], in["Seccomp"])
 	}
 	if rootless() {
-		// Uid 0 of a user namespace that maps it to the user alone.
+		// The user's own uid, in a user namespace of the program's that
+		// maps it to the sandbox namespace's 0 (the user) alone, under
+		// two seccomp filters (the shim's and the program's).
 		m := b.run("--", "cat", "/proc/self/uid_map")
-		if in["Uid"] == "" || strings.Fields(in["Uid"])[0] != "0" || !slices.Equal(strings.Fields(m.stdout), []string{"0", strconv.Itoa(hostUID()), "1"}) {
-			t.Errorf("sandbox Uid = %q, uid_map %q: want 0, mapped to the user's %d alone", in["Uid"], m.stdout, hostUID())
+		u := strconv.Itoa(hostUID())
+		if !slices.Equal(strings.Fields(in["Uid"]), []string{u, u, u, u}) || !slices.Equal(strings.Fields(m.stdout), []string{u, "0", "1"}) {
+			t.Errorf("sandbox Uid = %q, uid_map %q: want %s, mapped to the sandbox namespace's 0 alone", in["Uid"], m.stdout, u)
+		}
+		if in["Seccomp_filters"] != "2" {
+			t.Errorf("sandbox Seccomp_filters = %q, want 2", in["Seccomp_filters"])
+		}
+		// The shim held two capabilities to start the program in that
+		// namespace; every thread of it has dropped them before the
+		// program's first instruction.
+		sh := b.run("--", "sh", "-c", `for t in /proc/1/task/*; do grep -E '^Cap(Prm|Eff|Bnd|Amb)' $t/status; done`)
+		if sh.code != 0 || len(lines(sh.stdout)) < 4 {
+			t.Fatalf("read the shim's capabilities: %v", sh)
+		}
+		for _, l := range lines(sh.stdout) {
+			if !strings.HasSuffix(l, "0000000000000000") {
+				t.Errorf("shim thread still holds capabilities: %q", l)
+			}
 		}
 	} else if in["Uid"] == "" || strings.Fields(in["Uid"])[0] != strconv.Itoa(os.Getuid()) {
 		t.Errorf("sandbox Uid = %q, want the invoking user's %d", in["Uid"], os.Getuid())
 	}
 	// Control: root on the host, or the user as uid 0 of a user
-	// namespace of its own (as the program is), has capabilities.
+	// namespace of its own (as the sandbox's shim is), has capabilities.
 	host := status(b.hostPrivileged(opts{}, "", "cat", "/proc/self/status").stdout)
 	if host["CapEff"] == "0000000000000000" || host["NoNewPrivs"] != "0" {
 		t.Errorf("control: host CapEff = %q, NoNewPrivs = %q: want capabilities and no no_new_privs", host["CapEff"], host["NoNewPrivs"])
