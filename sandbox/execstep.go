@@ -59,13 +59,17 @@ func startExecStep(cfg ShimConfig, args []string, attr *syscall.SysProcAttr) (_ 
 	}()
 	cfg.LifelineFD = 0
 	cfg.GoFD = 3
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode exec step config: %w", err)
+	environ := func(nested bool) ([]string, error) {
+		cfg.Nested = nested
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("encode exec step config: %w", err)
+		}
+		return append(os.Environ(), execStepEnv+"="+string(raw)), nil
 	}
-	pa := &os.ProcAttr{
-		Env:   append(os.Environ(), execStepEnv+"="+string(raw)),
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, goR},
+	pa := &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, goR}}
+	if pa.Env, err = environ(true); err != nil {
+		return nil, nil, err
 	}
 	argv := append([]string{execStepArg0}, args...)
 	ns := *attr
@@ -96,6 +100,9 @@ func startExecStep(cfg ShimConfig, args []string, attr *syscall.SysProcAttr) (_ 
 		return p, goW, nil
 	}
 	pa.Sys = attr
+	if pa.Env, err = environ(false); err != nil {
+		return nil, nil, err
+	}
 	if p, err = os.StartProcess(ShimPath, argv, pa); err != nil {
 		return nil, nil, fmt.Errorf("start exec step: %w (in a user namespace of its own: %v)", err, nsErr)
 	}
@@ -126,7 +133,7 @@ func runExecStep(args []string) int {
 		fmt.Fprintln(os.Stderr, "sbx: refusing to run: exec step: no seccomp filter to install")
 		return 125
 	}
-	if err := dropBoundingSet(); err != nil {
+	if err := dropBoundingSet(cfg.Nested); err != nil {
 		fmt.Fprintf(os.Stderr, "sbx: refusing to run: exec step: %v\n", err)
 		return 125
 	}
@@ -168,10 +175,15 @@ func awaitGoAhead(fd int) error {
 	return nil
 }
 
-// dropBoundingSet empties the capability bounding set. A process that made
-// a user namespace holds every capability in it, CAP_SETPCAP included; one
-// that did not (the fallback) cannot drop, and must have nothing to drop.
-func dropBoundingSet() error {
+// dropBoundingSet empties the capability bounding set, with the
+// CAP_SETPCAP the step holds: kept as ambient across its exec in its own
+// namespace, or inherited from the shim in the sandbox's (the fallback).
+// In its own namespace an LSM may still refuse the drop (AppArmor's
+// user namespace restriction denies every capability there); the set is
+// then left as it is, harmless since no capability of that namespace can
+// be used, and the program, a non-root uid under no_new_privs, cannot gain
+// one. Everywhere else a capability that stays is an error.
+func dropBoundingSet(nested bool) error {
 	last, err := capLastCap()
 	if err != nil {
 		return err
@@ -183,6 +195,9 @@ func dropBoundingSet() error {
 		}
 		if !errors.Is(err, unix.EPERM) {
 			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+		if nested {
+			return nil
 		}
 		if in, _ := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); in != 0 {
 			return fmt.Errorf("capability %d is in the bounding set and cannot be dropped: %w", c, err)

@@ -45,6 +45,9 @@ type ShimConfig struct {
 	// GoFD is, for the exec step, a pipe on which the shim says that it
 	// has dropped its capabilities: the program starts only then.
 	GoFD int `json:"goFD,omitempty"`
+	// Nested tells the exec step that it runs in a user namespace of its
+	// own (not the fallback).
+	Nested bool `json:"nested,omitempty"`
 }
 
 // UserNS are the user's ids on the host. A rootless sandbox's user
