@@ -213,15 +213,22 @@ func clearCaps() error {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var none, got [2]unix.CapUserData
+	var none [2]unix.CapUserData
 	if err := unix.Capset(&hdr, &none[0]); err != nil {
 		return fmt.Errorf("clear capabilities: %w", err)
 	}
-	hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	return checkNoCaps()
+}
+
+// checkNoCaps fails unless the calling thread's permitted, effective and
+// inheritable capabilities are empty.
+func checkNoCaps() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var got [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &got[0]); err != nil {
 		return fmt.Errorf("read capabilities: %w", err)
 	}
-	if got != none {
+	if got != [2]unix.CapUserData{} {
 		return fmt.Errorf("capabilities left after clearing them: %+v", got)
 	}
 	return nil
@@ -264,13 +271,5 @@ func dropShimCaps() error {
 	if _, _, errno := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&none[0])), 0); errno != 0 {
 		return fmt.Errorf("clear capabilities: %w", errno)
 	}
-	var got [2]unix.CapUserData
-	hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	if err := unix.Capget(&hdr, &got[0]); err != nil {
-		return fmt.Errorf("read capabilities: %w", err)
-	}
-	if got != none {
-		return fmt.Errorf("capabilities left after dropping them: %+v", got)
-	}
-	return nil
+	return checkNoCaps()
 }
