@@ -177,6 +177,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	}()
 	rep.setSandbox(sb.Pid(), spec.Workspace, spec.Write)
 	if wall != nil {
+		rep.readMounts(sb.Pid()) // the tracer comes with the wall
 		if err := wall.watch(sb.CgroupPaths()[""], rep); err != nil {
 			return res, err
 		}

@@ -65,17 +65,26 @@ func newReporter(log, jsonl io.Writer) *reporter {
 
 // setSandbox tells the reporter about the sandbox: the pid of its shim
 // (whose own refusals, such as the Landlock canary's, are sbx's and not
-// reported), and the workspace, for the --write hint. It is called before
-// the program starts, so the sandbox's mount table it reads is final.
+// reported), and the workspace, for the --write hint.
 func (r *reporter) setSandbox(shimPID int, workspace string, write bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shimPID, r.workspace, r.readOnly = uint32(shimPID), workspace, !write
+}
+
+// readMounts keeps the mount table of the sandbox whose PID 1 is shimPID,
+// for telling the tracer's EXDEV events apart after the sandbox has gone
+// (see crossMount). Called before the program starts, when the table is
+// final; runs without the tracer (rootless) need not pay for it.
+func (r *reporter) readMounts(shimPID int) {
 	mounts, err := readMountTable(shimPID)
 	if err != nil {
 		// Only the classification of EXDEV after the run suffers.
-		mounts = nil
+		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.shimPID, r.workspace, r.readOnly, r.mounts = uint32(shimPID), workspace, !write, mounts
+	r.mounts = mounts
 }
 
 // writeHint is printed once, after the first refused write under a
