@@ -115,14 +115,9 @@ func startExecStep(cfg ShimConfig, args []string, attr *syscall.SysProcAttr) (_ 
 func runExecStep(args []string) int {
 	// Landlock and seccomp bind the thread that execs.
 	runtime.LockOSThread()
-	var cfg ShimConfig
-	if err := json.Unmarshal([]byte(os.Getenv(execStepEnv)), &cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "sbx: exec step: bad config: %v\n", err)
-		return 125
-	}
-	os.Unsetenv(execStepEnv)
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "sbx: exec step: no command")
+	cfg, err := takeShimConfig(execStepEnv, args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sbx: exec step: %v\n", err)
 		return 125
 	}
 	if err := awaitGoAhead(cfg.GoFD); err != nil {
@@ -152,7 +147,7 @@ func runExecStep(args []string) int {
 		fmt.Fprintf(os.Stderr, "sbx: refusing to run: seccomp: %v\n", err)
 		return 125
 	}
-	err := unix.Exec(path, args, os.Environ())
+	err = unix.Exec(path, args, os.Environ())
 	fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", args[0], err)
 	if errors.Is(err, unix.ENOENT) {
 		return ExitNotFound

@@ -90,16 +90,9 @@ func RunShim(args []string) int {
 		fmt.Fprintf(os.Stderr, "sbx: refusing to run: shim: set non-dumpable: %v\n", err)
 		return 125
 	}
-	var cfg ShimConfig
-	if raw := os.Getenv(shimEnv); raw != "" {
-		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-			fmt.Fprintf(os.Stderr, "sbx: shim: bad config: %v\n", err)
-			return 125
-		}
-	}
-	os.Unsetenv(shimEnv)
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "sbx: shim: no command")
+	cfg, err := takeShimConfig(shimEnv, args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sbx: shim: %v\n", err)
 		return 125
 	}
 	sigs := make(chan os.Signal, 16)
@@ -126,10 +119,7 @@ func RunShim(args []string) int {
 		// The exec step sets up the program's confinement itself (the
 		// shim stays outside its Landlock domain so that it may signal
 		// it) and then becomes the program.
-		var (
-			goAhead *os.File
-			err     error
-		)
+		var goAhead *os.File
 		if proc, goAhead, err = startExecStep(cfg, args, attr); err != nil {
 			fmt.Fprintf(os.Stderr, "sbx: refusing to run: shim: %v\n", err)
 			return 125
@@ -155,7 +145,6 @@ func RunShim(args []string) int {
 		if code != 0 {
 			return code
 		}
-		var err error
 		proc, err = os.StartProcess(path, args, &os.ProcAttr{
 			Env:   os.Environ(),
 			Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
@@ -189,6 +178,24 @@ func RunShim(args []string) int {
 			return 128 + int(unix.SIGKILL)
 		}
 	}
+}
+
+// takeShimConfig decodes the [ShimConfig] in the environment variable env
+// (none: the zero config) and removes the variable, so that the program
+// does not inherit it; args must name a command.
+func takeShimConfig(env string, args []string) (ShimConfig, error) {
+	var cfg ShimConfig
+	raw := os.Getenv(env)
+	os.Unsetenv(env)
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			return cfg, fmt.Errorf("bad config: %w", err)
+		}
+	}
+	if len(args) == 0 {
+		return cfg, errors.New("no command")
+	}
+	return cfg, nil
 }
 
 // confine applies cfg's Landlock policy to the calling thread's process
