@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,7 +76,7 @@ func stagedPerm(m fs.FileMode) fs.FileMode {
 
 // copyIn copies the host file src into dst/name (which must not exist). It
 // returns the source's record. Source problems are *skipError.
-func copyIn(src string, dst *os.Root, name string, limit int64) (record, error) {
+func copyIn(src string, dst *hostfs.Dir, name string, limit int64) (record, error) {
 	f, err := openSource(src)
 	if err != nil {
 		return record{}, skipf("%v", errors.Unwrap(err))
@@ -196,7 +197,7 @@ func planTree(root string, budget int, limit int64) ([]treeItem, int, error) {
 
 // copyTreeIn copies the planned tree into dst/name. recs, if not nil,
 // receives the record of every file by its path below the tree.
-func copyTreeIn(items []treeItem, dst *os.Root, name string, limit int64, recs map[string]record) error {
+func copyTreeIn(items []treeItem, dst *hostfs.Dir, name string, limit int64, recs map[string]record) error {
 	if err := dst.Mkdir(name, 0o700); err != nil {
 		return fmt.Errorf("create staged directory %s: %w", name, err)
 	}

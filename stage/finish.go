@@ -10,22 +10,67 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
 )
 
-// maxCopyBackFiles bounds the files one entry brings back, so that a
-// sandbox cannot flood a host directory.
-const maxCopyBackFiles = 1000
+// Copy-back is bounded, so that a sandbox cannot fill the host disk or
+// flood a host directory through it (a sparse 20 GiB "session" is refused
+// by its size before a byte is read).
+const (
+	// maxCopyBackFiles bounds the files one entry brings back.
+	maxCopyBackFiles = 1000
+	// MaxCopyBackFile is the largest file copied back: 8x the staging cap,
+	// room for a session that grew during the run.
+	MaxCopyBackFile = 8 * MaxFileSize
+	// MaxCopyBackRun bounds what one run copies back in all.
+	MaxCopyBackRun = 256 << 20
+	// maxAttempts is how many failed copy-backs of a run are retried
+	// (by the run itself, then by later runs' Recover) before it is given
+	// up: its staged files then stay in the sandbox home, named in one
+	// line, and no later run spends time on it again.
+	maxAttempts = 3
+)
 
-// finishRun copies back every entry of m and, if all succeeded, removes the
-// run dir, the manifest and the lock file. The caller holds the lock.
+// errGivenUp marks a copy-back that failed for the last time.
+var errGivenUp = errors.New("given up")
+
+// finishRun copies back every entry of m with the invoking user's
+// identity and, if all succeeded, removes the run dir, the manifest and the
+// lock file. The caller holds the lock. A failure is counted in the
+// manifest; the last allowed one gives the run up (errGivenUp).
 func finishRun(stateDir string, m *manifest, warn io.Writer) error {
-	home, err := os.OpenRoot(m.SandboxHome)
+	err := m.cred().Do(func() error { return copyBackRun(m, warn) })
 	if err != nil {
-		return fmt.Errorf("open sandbox home %s: %w", m.SandboxHome, err)
+		m.Attempts++
+		if m.Attempts < maxAttempts {
+			if werr := writeManifest(stateDir, m); werr == nil {
+				fmt.Fprintf(warn, "sbx: keeping %s for a later retry (attempt %d of %d; the next sbx run retries)\n",
+					filepath.Join(m.SandboxHome, StagingDir, m.RunID), m.Attempts, maxAttempts)
+				return err
+			}
+		}
+		fmt.Fprintf(warn, "sbx: giving up the copy-back of run %s: what the sandbox wrote stays in %s\n",
+			m.RunID, filepath.Join(m.SandboxHome, StagingDir, m.RunID))
+		err = fmt.Errorf("%w: %w", errGivenUp, err)
+	}
+	for _, p := range []string{manifestPath(stateDir, m.RunID), lockPath(stateDir, m.RunID)} {
+		if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+			err = fmt.Errorf("remove %s: %w", p, rerr)
+		}
+	}
+	return err
+}
+
+// copyBackRun is finishRun's part on files the sandbox could change: it
+// runs with the user's identity and never follows a symlink.
+func copyBackRun(m *manifest, warn io.Writer) error {
+	home, err := hostfs.OpenDir(m.SandboxHome, &m.HomeID)
+	if err != nil {
+		return fmt.Errorf("open sandbox home: %w", err)
 	}
 	defer home.Close()
 	runRel := StagingDir + "/" + m.RunID
@@ -38,34 +83,30 @@ func finishRun(stateDir string, m *manifest, warn io.Writer) error {
 		if len(m.Entries) > 0 {
 			fmt.Fprintf(warn, "sbx: the staging dir of run %s is gone; nothing to copy back\n", m.RunID)
 		}
+		return nil
 	case stagingReplaced:
 		// Planted by the sandbox: never read or delete through it.
 		fmt.Fprintf(warn, "sbx: the staging dir of run %s was replaced inside the sandbox (not a directory); nothing copied back\n", m.RunID)
 		_ = home.Remove(runRel)
-	default:
-		run, err := home.OpenRoot(runRel)
-		if err != nil {
-			return fmt.Errorf("open staging dir of run %s: %w", m.RunID, err)
-		}
-		var errs []error
-		for i := range m.Entries {
-			if err := copyBack(run, &m.Entries[i], m.RunID, warn); err != nil {
-				errs = append(errs, fmt.Errorf("copy back %s: %w", m.Entries[i].Arg, err))
-			}
-		}
-		run.Close()
-		if len(errs) > 0 {
-			fmt.Fprintf(warn, "sbx: keeping %s for a later retry (sbx recover)\n", filepath.Join(m.SandboxHome, runRel))
-			return errors.Join(errs...)
-		}
-		if err := home.RemoveAll(runRel); err != nil {
-			return fmt.Errorf("remove staging dir of run %s: %w", m.RunID, err)
+		return nil
+	}
+	run, err := home.OpenDir(runRel)
+	if err != nil {
+		return fmt.Errorf("open staging dir of run %s: %w", m.RunID, err)
+	}
+	budget := int64(MaxCopyBackRun)
+	var errs []error
+	for i := range m.Entries {
+		if err := copyBack(run, &m.Entries[i], m.RunID, &budget, warn); err != nil {
+			errs = append(errs, fmt.Errorf("copy back %s: %w", m.Entries[i].Arg, err))
 		}
 	}
-	for _, p := range []string{manifestPath(stateDir, m.RunID), lockPath(stateDir, m.RunID)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove %s: %w", p, err)
-		}
+	run.Close()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := home.RemoveAll(runRel); err != nil {
+		return fmt.Errorf("remove staging dir of run %s: %w", m.RunID, err)
 	}
 	return nil
 }
@@ -81,7 +122,7 @@ const (
 // stagingState tells whether the run dir is still a real directory below
 // the sandbox home; the sandbox can write there, so it may have replaced
 // the dir, or .sbx-staging itself, by a symlink.
-func stagingState(home *os.Root, runRel string) (staging, error) {
+func stagingState(home *hostfs.Dir, runRel string) (staging, error) {
 	for _, p := range []string{StagingDir, runRel} {
 		fi, err := home.Lstat(p)
 		switch {
@@ -96,10 +137,11 @@ func stagingState(home *os.Root, runRel string) (staging, error) {
 	return stagingIntact, nil
 }
 
-// copyBack brings the regular files of one staged directory back to its
-// host directory.
-func copyBack(run *os.Root, e *entry, runID string, warn io.Writer) error {
-	staged, err := run.OpenRoot(e.Staged)
+// copyBack brings the staged file of one entry (a --session-dir: its
+// session files) back to its host directory, which must still be the one
+// recorded at staging.
+func copyBack(run *hostfs.Dir, e *entry, runID string, budget *int64, warn io.Writer) error {
+	staged, err := run.OpenDir(e.Staged)
 	if errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(warn, "sbx: %s: the staged copy was removed inside the sandbox; the host copy is unchanged\n", e.Arg)
 		return nil
@@ -119,44 +161,38 @@ func copyBack(run *os.Root, e *entry, runID string, warn io.Writer) error {
 	defer host.Close()
 	var errs []error
 	for _, rel := range files {
-		if err := copyBackFile(staged, host, rel, e, runID, warn); err != nil {
+		if err := copyBackFile(staged, host, rel, e, runID, budget, warn); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", filepath.Join(e.Host, rel), err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// listFiles returns the regular files of the staged directory (below it
-// too when e.Recursive), sorted. Anything else the sandbox left there
-// (symlinks, FIFOs, ...) is ignored with a warning.
-func listFiles(staged *os.Root, e *entry, warn io.Writer) []string {
+// listFiles returns the files of the staged directory that may come back
+// (entry.wants), sorted. Anything else the sandbox left there (other
+// files, symlinks, FIFOs, ...) is ignored, with one warning.
+func listFiles(staged *hostfs.Dir, e *entry, warn io.Writer) []string {
 	var files []string
-	var walk func(dir string)
-	walk = func(dir string) {
-		d, err := staged.Open(dir)
+	ignored := 0
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		names, err := staged.ReadDir(dir)
 		if err != nil {
 			fmt.Fprintf(warn, "sbx: %s: cannot read the staged copy: %v\n", e.Arg, err)
 			return
 		}
-		ents, err := d.ReadDir(-1)
-		d.Close()
-		if err != nil {
-			fmt.Fprintf(warn, "sbx: %s: cannot read the staged copy: %v\n", e.Arg, err)
-		}
-		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
-		for _, ent := range ents {
-			rel := path.Join(dir, ent.Name())
-			if dir == "." {
-				rel = ent.Name()
-			}
+		for _, name := range names {
+			rel := path.Join(dir, name)
 			fi, err := staged.Lstat(rel)
 			switch {
 			case err != nil:
 				fmt.Fprintf(warn, "sbx: %s: cannot read %s: %v\n", e.Arg, rel, err)
 			case fi.IsDir():
-				if e.Recursive {
-					walk(rel)
+				if e.Recursive && depth < maxCopyBackDepth {
+					walk(rel, depth+1)
 				}
+			case !e.wants(rel):
+				ignored++
 			case !fi.Mode().IsRegular():
 				fmt.Fprintf(warn, "sbx: %s: ignoring %s: not a regular file\n", e.Arg, rel)
 			case len(files) >= maxCopyBackFiles:
@@ -166,26 +202,41 @@ func listFiles(staged *os.Root, e *entry, warn io.Writer) []string {
 			}
 		}
 	}
-	walk(".")
+	walk(".", 0)
+	if ignored > 0 {
+		what := "the staged file comes"
+		if e.Recursive {
+			what = "session files (*" + SessionExt + ") come"
+		}
+		fmt.Fprintf(warn, "sbx: %s: ignoring %d other entries the sandbox left beside it (only %s back)\n", e.Arg, ignored, what)
+	}
 	return files
 }
 
-// openHostDir opens the host directory of e, creating it (0700, its parent
-// must exist) for an output directory that did not exist at staging.
-func openHostDir(e *entry) (*os.Root, error) {
-	h, err := os.OpenRoot(e.Host)
-	if errors.Is(err, fs.ErrNotExist) && e.CreateHost {
-		parent, perr := os.OpenRoot(filepath.Dir(e.Host))
-		if perr != nil {
-			return nil, fmt.Errorf("open host directory: %w", perr)
+// maxCopyBackDepth bounds how deep a --session-dir is walked.
+const maxCopyBackDepth = 8
+
+// openHostDir opens the host directory of e, which must be the directory
+// recorded at staging, creating it (0700, in the recorded parent) for an
+// output directory that did not exist then.
+func openHostDir(e *entry) (*hostfs.Dir, error) {
+	if !e.CreateHost {
+		h, err := hostfs.OpenDir(e.Host, &e.HostID)
+		if err != nil {
+			return nil, fmt.Errorf("open host directory: %w", err)
 		}
-		perr = parent.Mkdir(filepath.Base(e.Host), 0o700)
-		parent.Close()
-		if perr != nil && !errors.Is(perr, fs.ErrExist) {
-			return nil, fmt.Errorf("create host directory: %w", perr)
-		}
-		h, err = os.OpenRoot(e.Host)
+		return h, nil
 	}
+	parent, err := hostfs.OpenDir(filepath.Dir(e.Host), &e.HostID)
+	if err != nil {
+		return nil, fmt.Errorf("open host directory: %w", err)
+	}
+	defer parent.Close()
+	base := filepath.Base(e.Host)
+	if err := parent.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("create host directory: %w", err)
+	}
+	h, err := parent.OpenDir(base)
 	if err != nil {
 		return nil, fmt.Errorf("open host directory: %w", err)
 	}
@@ -200,17 +251,31 @@ func openHostDir(e *entry) (*os.Root, error) {
 //   - new, and the host has no such file: created atomically;
 //   - otherwise the host changed meanwhile: both are kept, the sandbox's
 //     version lands beside as <name>.sbx-conflict-<run-id><ext>.
-func copyBackFile(staged, host *os.Root, rel string, e *entry, runID string, warn io.Writer) error {
+//
+// A file over MaxCopyBackFile, or over what is left of the run's
+// MaxCopyBackRun, is not copied (a warning says so): no retry could change
+// that.
+func copyBackFile(staged, host *hostfs.Dir, rel string, e *entry, runID string, budget *int64, warn io.Writer) error {
 	rec, had := e.Files[rel]
-	sf, err := staged.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	sf, err := staged.Open(rel)
 	if err != nil {
 		return fmt.Errorf("open staged copy: %w", err)
 	}
 	defer sf.Close()
-	if fi, err := sf.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := sf.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		fmt.Fprintf(warn, "sbx: %s: ignoring %s: not a regular file\n", e.Arg, rel)
 		return nil
 	}
+	switch {
+	case fi.Size() > MaxCopyBackFile:
+		fmt.Fprintf(warn, "sbx: %s: not copying back %s: %d bytes, over the %s limit per file\n", e.Arg, rel, fi.Size(), sizeString(MaxCopyBackFile))
+		return nil
+	case fi.Size() > *budget:
+		fmt.Fprintf(warn, "sbx: %s: not copying back %s: the run's copy-back is over its %s limit\n", e.Arg, rel, sizeString(MaxCopyBackRun))
+		return nil
+	}
+	*budget -= fi.Size()
 	sum, err := hashReader(sf)
 	if err != nil {
 		return fmt.Errorf("read staged copy: %w", err)
@@ -273,7 +338,7 @@ func copyBackFile(staged, host *os.Root, rel string, e *entry, runID string, war
 // writeHost writes src to host/rel atomically: a temp file beside it,
 // fsync, then rename (replace) or hard link (never replacing; fs.ErrExist
 // if rel exists), then fsync of the directory.
-func writeHost(host *os.Root, rel string, src io.ReadSeeker, perm fs.FileMode, uid, gid int, replace bool, runID string) error {
+func writeHost(host *hostfs.Dir, rel string, src io.ReadSeeker, perm fs.FileMode, uid, gid int, replace bool, runID string) error {
 	if _, err := src.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
@@ -326,8 +391,13 @@ func writeHost(host *os.Root, rel string, src io.ReadSeeker, perm fs.FileMode, u
 }
 
 // ownerOf returns the owner of host/dir, for new files written as root.
-func ownerOf(host *os.Root, dir string) (int, int) {
-	fi, err := host.Stat(dir)
+func ownerOf(host *hostfs.Dir, dir string) (int, int) {
+	d, err := host.OpenDir(dir)
+	if err != nil {
+		return -1, -1
+	}
+	defer d.Close()
+	fi, err := d.Stat()
 	if err != nil {
 		return -1, -1
 	}
@@ -337,16 +407,13 @@ func ownerOf(host *os.Root, dir string) (int, int) {
 	return -1, -1
 }
 
-func syncRootDir(r *os.Root, dir string) error {
-	d, err := r.Open(dir)
+func syncRootDir(r *hostfs.Dir, dir string) error {
+	d, err := r.OpenDir(dir)
 	if err != nil {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	return nil
+	return d.Sync()
 }
 
 func hashReader(r io.ReadSeeker) (string, error) {
@@ -360,8 +427,8 @@ func hashReader(r io.ReadSeeker) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func hashFile(r *os.Root, name string) (string, error) {
-	f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+func hashFile(r *hostfs.Dir, name string) (string, error) {
+	f, err := r.Open(name)
 	if err != nil {
 		return "", err
 	}
@@ -431,6 +498,13 @@ func recoverRun(stateDir, id string, warn io.Writer) error {
 	}
 	defer lf.Close()
 	m, err := readManifest(stateDir, id)
+	var stale *staleError
+	if errors.As(err, &stale) {
+		fmt.Fprintf(warn, "sbx: discarding the staging record of run %s, left by another sbx version (%v); its staged files, if any, stay in the sandbox home\n", id, err)
+		os.Remove(manifestPath(stateDir, id))
+		os.Remove(lockPath(stateDir, id))
+		return nil
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		// Finished meanwhile, or killed before the first manifest (nothing
 		// was staged yet).
@@ -441,5 +515,8 @@ func recoverRun(stateDir, id string, warn io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(warn, "sbx: completing the copy-back of run %s (its sbx, pid %d, is gone)\n", id, m.PID)
-	return finishRun(stateDir, m, warn)
+	if err := finishRun(stateDir, m, warn); err != nil && !errors.Is(err, errGivenUp) {
+		return err
+	}
+	return nil
 }

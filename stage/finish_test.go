@@ -169,25 +169,33 @@ func TestCopyBackResolvedPath(t *testing.T) {
 	}
 }
 
-func TestCopyBackNewFilesBesideSession(t *testing.T) {
+// TestCopyBackOnlyTheStagedFile: files the sandbox creates beside a staged
+// session never reach the host (a run could otherwise plant .envrc or a
+// Makefile next to it), and existing ones are left alone.
+func TestCopyBackOnlyTheStagedFile(t *testing.T) {
 	e := newEnv(t)
 	s := e.aged("allowed/sessions/s.jsonl", "s\n")
 	e.aged("allowed/sessions/taken.jsonl", "host\n")
 	p := e.prepare("pi", "--session", s)
 	dir := filepath.Dir(e.hostOf(p.Argv()[2]))
-	os.WriteFile(filepath.Join(dir, "new.jsonl"), []byte("new\n"), 0o600)
-	os.WriteFile(filepath.Join(dir, "taken.jsonl"), []byte("sandbox\n"), 0o600)
+	for _, n := range []string{"new.jsonl", "taken.jsonl", ".envrc", "Makefile"} {
+		os.WriteFile(filepath.Join(dir, n), []byte("sandbox\n"), 0o600)
+	}
+	e.sandboxWrite(p.Argv()[2], "s\nS\n")
 	e.finish(p)
-	if read(t, filepath.Join(e.allowed, "sessions/new.jsonl")) != "new\n" {
-		t.Error("new session not copied back")
+	if read(t, s) != "s\nS\n" {
+		t.Errorf("the staged session did not come back: %q", read(t, s))
 	}
-	if read(t, filepath.Join(e.allowed, "sessions/taken.jsonl")) != "host\n" ||
-		read(t, filepath.Join(e.allowed, "sessions/taken.sbx-conflict-"+testRun+".jsonl")) != "sandbox\n" {
-		t.Error("existing host file overwritten by a new sandbox file")
+	for _, n := range []string{"new.jsonl", ".envrc", "Makefile", "taken.sbx-conflict-" + testRun + ".jsonl"} {
+		if exists(filepath.Join(e.allowed, "sessions", n)) {
+			t.Errorf("%s beside the session came back", n)
+		}
 	}
-	fi, _ := os.Stat(filepath.Join(e.allowed, "sessions/new.jsonl"))
-	if fi.Mode().Perm() != 0o600 {
-		t.Errorf("new file mode %v", fi.Mode().Perm())
+	if read(t, filepath.Join(e.allowed, "sessions/taken.jsonl")) != "host\n" {
+		t.Error("existing host file changed")
+	}
+	if w := e.warnings.String(); !strings.Contains(w, "ignoring 4 other entries") {
+		t.Errorf("warnings %q", w)
 	}
 }
 
@@ -300,7 +308,7 @@ func TestCopyBackRefusesSandboxSymlinks(t *testing.T) {
 			t.Errorf("unexpected %s", n)
 		}
 	}
-	if w := e.warnings.String(); strings.Count(w, "not a regular file") != 2 {
+	if w := e.warnings.String(); strings.Count(w, "not a regular file") != 1 || !strings.Contains(w, "ignoring 1 other entries") {
 		t.Errorf("warnings %q", w)
 	}
 }

@@ -7,15 +7,21 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
 
 	"golang.org/x/sys/unix"
 )
 
 // manifestVersion is bumped when the manifest format changes incompatibly.
-const manifestVersion = 1
+// Version 2 added the identity copy-back runs with and the recorded
+// directory identities; a version 1 manifest cannot be completed safely.
+const manifestVersion = 2
 
 // manifest describes one run's staging dir. It lives in the host-only state
 // dir, never in the sandbox home: a manifest names host paths that copy-back
@@ -26,20 +32,53 @@ type manifest struct {
 	PID         int       `json:"pid"` // informational; liveness is the lock
 	Started     time.Time `json:"started"`
 	SandboxHome string    `json:"sandbox_home"` // resolved host path
-	Entries     []entry   `json:"entries"`      // copy-back entries only
+	// HomeID is the sandbox home's identity at staging: copy-back refuses
+	// a home that has been replaced since.
+	HomeID hostfs.FileID `json:"home_id"`
+	// UID, GID and Groups are the invoking user's: staging, copy-back and
+	// recovery run with them (see hostfs.Cred).
+	UID    int   `json:"uid"`
+	GID    int   `json:"gid"`
+	Groups []int `json:"groups,omitempty"`
+	// Attempts counts the copy-backs that failed; after maxAttempts the
+	// run is given up (its staged files stay in the sandbox home).
+	Attempts int     `json:"attempts,omitempty"`
+	Entries  []entry `json:"entries"` // copy-back entries only
+}
+
+// cred is the identity m's copy-back runs with.
+func (m *manifest) cred() hostfs.Cred {
+	return hostfs.Cred{UID: m.UID, GID: m.GID, Groups: m.Groups}
 }
 
 // entry is one copy-back: the staged directory Staged (relative to the run
 // dir) mirrors the host directory Host. Files records the state at staging
-// time of the files that existed; any other regular file found there at the
-// end is new and is created on the host. Deletions never propagate.
+// time of the files that existed. What comes back is only the staged file
+// itself (Name), or, for a recursive entry (a --session-dir), only session
+// files (*.jsonl) at any depth: nothing else the sandbox writes beside them.
+// Deletions never propagate.
 type entry struct {
-	Arg        string            `json:"arg"`       // as written, for messages
-	Staged     string            `json:"staged"`    // slash path below the run dir
-	Host       string            `json:"host"`      // resolved host directory
-	Recursive  bool              `json:"recursive"` // subdirectories too (a --session-dir)
+	Arg    string `json:"arg"`    // as written, for messages
+	Staged string `json:"staged"` // slash path below the run dir
+	Host   string `json:"host"`   // resolved host directory
+	// HostID is Host's identity at staging (its parent's when CreateHost):
+	// copy-back writes nowhere else.
+	HostID     hostfs.FileID     `json:"host_id"`
+	Name       string            `json:"name,omitempty"` // the one file of a non-recursive entry
+	Recursive  bool              `json:"recursive"`      // a --session-dir: *.jsonl below it
 	CreateHost bool              `json:"create_host,omitempty"`
 	Files      map[string]record `json:"files"`
+}
+
+// SessionExt is the extension of the files a --session-dir brings back.
+const SessionExt = ".jsonl"
+
+// wants reports whether rel (below the staged dir) may come back.
+func (e *entry) wants(rel string) bool {
+	if e.Recursive {
+		return strings.HasSuffix(rel, SessionExt) && !strings.HasPrefix(path.Base(rel), ".")
+	}
+	return rel == e.Name
 }
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -157,7 +196,7 @@ func readManifest(stateDir, id string) (*manifest, error) {
 		return nil, fmt.Errorf("decode manifest %s: %w", manifestPath(stateDir, id), err)
 	}
 	if m.Version != manifestVersion {
-		return nil, fmt.Errorf("manifest %s: unknown version %d", manifestPath(stateDir, id), m.Version)
+		return nil, &staleError{path: manifestPath(stateDir, id), version: m.Version}
 	}
 	if m.RunID != id || !validRunID(m.RunID) || !filepath.IsAbs(m.SandboxHome) {
 		return nil, fmt.Errorf("manifest %s: inconsistent run id or sandbox home", manifestPath(stateDir, id))
@@ -175,4 +214,16 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// staleError is a manifest of another sbx version: it cannot be completed
+// safely (version 1 did not record whose copy-back it is), so Recover
+// discards it with one line.
+type staleError struct {
+	path    string
+	version int
+}
+
+func (e *staleError) Error() string {
+	return fmt.Sprintf("manifest %s: version %d, this sbx reads version %d", e.path, e.version, manifestVersion)
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
 )
 
 const (
@@ -55,6 +57,11 @@ type Options struct {
 	Table Table
 	// Warn receives sbx's "sbx: ..." lines (stderr); nil discards them.
 	Warn io.Writer
+	// Cred is the invoking user's identity: every source is read, and
+	// every staged file written, with it (hostfs.Cred.Do), so that root
+	// staging for a user reads only what the user may read and creates
+	// only what the user owns. The zero value is root's (no switch).
+	Cred hostfs.Cred
 }
 
 func (o *Options) normalize() error {
@@ -124,8 +131,8 @@ type Plan struct {
 	opts  Options
 	roots []string
 
-	homeReal string   // resolved SandboxHome, once something is staged
-	run      *os.Root // the run dir
+	homeReal string      // resolved SandboxHome, once something is staged
+	run      *hostfs.Dir // the run dir
 	lock     *os.File // flock'ed StateDir/<run>.lock
 	created  bool     // the run dir was made by this plan
 	man      manifest // what Finish (or Recover) does
@@ -221,6 +228,10 @@ func (p *Plan) Finish() error {
 		p.run = nil
 	}
 	if err := finishRun(p.opts.StateDir, &p.man, p.opts.Warn); err != nil {
+		if errors.Is(err, errGivenUp) {
+			p.done = true
+			p.lock.Close()
+		}
 		return err
 	}
 	p.done = true
@@ -234,7 +245,12 @@ func (p *Plan) stage(a Arg) (string, bool) {
 	if p.err != nil {
 		return "", false
 	}
-	inside, err := p.stageArg(a)
+	var inside string
+	err := p.opts.Cred.Do(func() error {
+		var err error
+		inside, err = p.stageArg(a)
+		return err
+	})
 	var se *skipError
 	switch {
 	case errors.As(err, &se):
@@ -332,8 +348,13 @@ func (p *Plan) stageArg(a Arg) (string, error) {
 			delete(p.taken, sub)
 			return "", err
 		}
+		id, err := dirID(filepath.Dir(real))
+		if err != nil {
+			_ = p.run.RemoveAll(sub)
+			return "", skipf("%v", err)
+		}
 		p.man.Entries = append(p.man.Entries, entry{
-			Arg: a.String(), Staged: sub, Host: filepath.Dir(real),
+			Arg: a.String(), Staged: sub, Host: filepath.Dir(real), HostID: id, Name: base,
 			Files: map[string]record{base: rec},
 		})
 	} else {
@@ -379,8 +400,13 @@ func (p *Plan) stageDir(a Arg, abs, real string) (string, error) {
 		return "", err
 	}
 	if a.Spec.CopyBack {
+		id, err := dirID(real)
+		if err != nil {
+			_ = p.run.RemoveAll(name)
+			return "", skipf("%v", err)
+		}
 		p.man.Entries = append(p.man.Entries, entry{
-			Arg: a.String(), Staged: name, Host: real, Recursive: true, Files: recs,
+			Arg: a.String(), Staged: name, Host: real, HostID: id, Recursive: true, Files: recs,
 		})
 	}
 	p.count += max(n, 1)
@@ -413,6 +439,10 @@ func (p *Plan) stageNew(a Arg, abs string) (string, error) {
 	if p.count >= MaxFiles {
 		return "", skipf("%d files are staged already (the per-run limit)", MaxFiles)
 	}
+	parentID, err := dirID(parent)
+	if err != nil {
+		return "", skipf("%v", err)
+	}
 	if err := p.ensureRun(); err != nil {
 		return "", err
 	}
@@ -423,7 +453,7 @@ func (p *Plan) stageNew(a Arg, abs string) (string, error) {
 			return "", fmt.Errorf("create staged directory %s: %w", rel, err)
 		}
 		p.man.Entries = append(p.man.Entries, entry{
-			Arg: a.String(), Staged: rel, Host: target, Recursive: true, CreateHost: true,
+			Arg: a.String(), Staged: rel, Host: target, HostID: parentID, Recursive: true, CreateHost: true,
 			Files: map[string]record{},
 		})
 	} else {
@@ -433,7 +463,8 @@ func (p *Plan) stageNew(a Arg, abs string) (string, error) {
 		}
 		rel = path.Join(sub, filepath.Base(target))
 		p.man.Entries = append(p.man.Entries, entry{
-			Arg: a.String(), Staged: sub, Host: parent, Files: map[string]record{},
+			Arg: a.String(), Staged: sub, Host: parent, HostID: parentID, Name: filepath.Base(target),
+			Files: map[string]record{},
 		})
 	}
 	p.count++
@@ -462,7 +493,8 @@ func subdirName(a Arg) string {
 
 // ensureRun creates, on first use, the lock, a first manifest (so that a
 // kill from here on leaves something Recover understands) and the 0700 run
-// dir.
+// dir. It runs with the user's identity (inside Cred.Do): the lock and
+// manifest, in sbx's private state dir, are written as sbx itself.
 func (p *Plan) ensureRun() error {
 	if p.run != nil {
 		return nil
@@ -471,23 +503,37 @@ func (p *Plan) ensureRun() error {
 	if err != nil {
 		return fmt.Errorf("sandbox home: %w", err)
 	}
-	lock, err := createLock(p.opts.StateDir, p.opts.RunID)
-	if err != nil {
-		return err
-	}
-	p.lock, p.homeReal = lock, home
-	p.man = manifest{
-		Version: manifestVersion, RunID: p.opts.RunID, PID: os.Getpid(),
-		Started: time.Now().UTC(), SandboxHome: home, Entries: []entry{},
-	}
-	if err := writeManifest(p.opts.StateDir, &p.man); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(home)
+	root, err := hostfs.OpenDir(home, nil)
 	if err != nil {
 		return fmt.Errorf("open sandbox home: %w", err)
 	}
 	defer root.Close()
+	homeID, err := root.ID()
+	if err != nil {
+		return fmt.Errorf("open sandbox home: %w", err)
+	}
+	c := p.opts.Cred
+	man := manifest{
+		Version: manifestVersion, RunID: p.opts.RunID, PID: os.Getpid(),
+		Started: time.Now().UTC(), SandboxHome: home, HomeID: homeID,
+		UID: c.UID, GID: c.GID, Groups: c.Groups, Entries: []entry{},
+	}
+	err = hostfs.AsSelf(func() error {
+		lock, err := createLock(p.opts.StateDir, p.opts.RunID)
+		if err != nil {
+			return err
+		}
+		if err := writeManifest(p.opts.StateDir, &man); err != nil {
+			lock.Close()
+			return err
+		}
+		p.lock = lock
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p.homeReal, p.man = home, man
 	if err := root.Mkdir(StagingDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create %s: %w", StagingDir, err)
 	}
@@ -499,12 +545,23 @@ func (p *Plan) ensureRun() error {
 		return fmt.Errorf("create run dir: %w", err)
 	}
 	p.created = true
-	run, err := root.OpenRoot(runRel)
+	run, err := root.OpenDir(runRel)
 	if err != nil {
 		return fmt.Errorf("open run dir: %w", err)
 	}
 	p.run = run
 	return nil
+}
+
+// dirID returns the identity of the host directory p (resolved), opened
+// without following symlinks.
+func dirID(p string) (hostfs.FileID, error) {
+	d, err := hostfs.OpenDir(p, nil)
+	if err != nil {
+		return hostfs.FileID{}, err
+	}
+	defer d.Close()
+	return d.ID()
 }
 
 // abort undoes a failed Prepare.
@@ -517,10 +574,14 @@ func (p *Plan) abort() {
 		return
 	}
 	if p.created {
-		if root, err := os.OpenRoot(p.homeReal); err == nil {
-			_ = root.RemoveAll(StagingDir + "/" + p.opts.RunID)
-			root.Close()
-		}
+		_ = p.opts.Cred.Do(func() error {
+			root, err := hostfs.OpenDir(p.homeReal, &p.man.HomeID)
+			if err != nil {
+				return err
+			}
+			defer root.Close()
+			return root.RemoveAll(StagingDir + "/" + p.opts.RunID)
+		})
 	}
 	os.Remove(manifestPath(p.opts.StateDir, p.opts.RunID))
 	os.Remove(lockPath(p.opts.StateDir, p.opts.RunID))

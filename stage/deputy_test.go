@@ -1,0 +1,206 @@
+package stage
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
+)
+
+// TestCopyBackSessionDirSwappedForSymlink is the attack of issue #13: the
+// sandbox (which can write the workspace) replaces the directory holding a
+// staged session by a symlink to a directory of its choosing while the run
+// lasts. Copy-back must write nothing there.
+func TestCopyBackSessionDirSwappedForSymlink(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		swap func(e *env, sess, target string)
+	}{
+		{"symlink", func(e *env, sess, target string) {
+			must(t, os.Rename(sess, sess+".moved"))
+			must(t, os.Symlink(target, sess))
+		}},
+		{"symlinked ancestor", func(e *env, sess, target string) {
+			// allowed/proj/sess: proj becomes a link to a tree with a sess.
+			proj := filepath.Dir(sess)
+			must(t, os.Rename(proj, proj+".moved"))
+			must(t, os.MkdirAll(filepath.Join(target, "sess"), 0o755))
+			must(t, os.Symlink(target, proj))
+		}},
+		{"other directory", func(e *env, sess, target string) {
+			must(t, os.Rename(sess, sess+".moved"))
+			must(t, os.Mkdir(sess, 0o755))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.aged("allowed/proj/sess/s.jsonl", "s\n")
+			target := e.mkdir("outside/target")
+			p := e.prepare("pi", "--session", s)
+			e.sandboxWrite(p.Argv()[2], "s\nPLANTED\n")
+			tc.swap(e, filepath.Dir(s), target)
+			err := p.Finish()
+			if err == nil || !errors.Is(err, hostfs.ErrReplaced) && !errors.Is(err, syscall.ELOOP) {
+				t.Fatalf("Finish = %v, want a refusal (ELOOP or ErrReplaced)", err)
+			}
+			for _, n := range listTree(e.outside) {
+				if strings.HasSuffix(n, ".jsonl") {
+					t.Errorf("copy-back wrote %s outside", n)
+				}
+			}
+			if fi, err := os.Lstat(s); err == nil && fi.Mode().IsRegular() && read(t, s) != "s\n" {
+				t.Errorf("the replacement got the sandbox's content")
+			}
+			// The staged copy is kept for the user to look at.
+			if !exists(e.runDir()) {
+				t.Error("the staged copy is gone")
+			}
+		})
+	}
+	// The control: without a swap the same session comes back.
+	e := newEnv(t)
+	s := e.aged("allowed/proj/sess/s.jsonl", "s\n")
+	p := e.prepare("pi", "--session", s)
+	e.sandboxWrite(p.Argv()[2], "s\nAPPENDED\n")
+	e.finish(p)
+	if read(t, s) != "s\nAPPENDED\n" {
+		t.Fatalf("control: session = %q", read(t, s))
+	}
+}
+
+// TestCopyBackSizeCaps: a huge (sparse) session is refused by its size
+// before it is read, with a warning; a normal one still comes back.
+func TestCopyBackSizeCaps(t *testing.T) {
+	e := newEnv(t)
+	big := e.aged("allowed/big.jsonl", "b\n")
+	small := e.aged("allowed/small/s.jsonl", "s\n")
+	p := e.prepare("pi", "--session", big, "--fork", small)
+	staged := e.hostOf(p.Argv()[2])
+	must(t, os.Truncate(staged, 20<<30)) // 20 GiB, sparse
+	e.sandboxWrite(p.Argv()[4], "s\nS\n")
+	e.finish(p)
+	if fi, _ := os.Stat(big); fi.Size() != 2 {
+		t.Errorf("the 20 GiB file came back: %d bytes", fi.Size())
+	}
+	if !strings.Contains(e.warnings.String(), "over the 64 MiB limit per file") {
+		t.Errorf("warnings %q", e.warnings.String())
+	}
+	if read(t, small) != "s\nS\n" {
+		t.Errorf("control: %q", read(t, small))
+	}
+}
+
+// TestCopyBackGivesUp: a copy-back that keeps failing is retried at most
+// maxAttempts times in all, then given up with one line; later Recovers
+// do not see it again.
+func TestCopyBackGivesUp(t *testing.T) {
+	e := newEnv(t)
+	s := e.aged("allowed/sess/s.jsonl", "s\n")
+	p := e.prepare("pi", "--session", s)
+	e.sandboxWrite(p.Argv()[2], "s\nS\n")
+	sess := filepath.Dir(s)
+	must(t, os.Rename(sess, sess+".gone"))
+	must(t, os.Mkdir(sess, 0o755)) // not the recorded directory: every attempt fails
+	if err := p.Finish(); err == nil {
+		t.Fatal("first attempt succeeded")
+	}
+	p.lock.Close() // as if this sbx died: Recover retries
+	for i := 2; i <= maxAttempts; i++ {
+		e.warnings.Reset()
+		err := Recover(e.state, &e.warnings)
+		if (err == nil) != (i == maxAttempts) {
+			t.Fatalf("Recover, attempt %d: %v (an error until the run is given up)", i, err)
+		}
+		if !strings.Contains(e.warnings.String(), "completing the copy-back") {
+			t.Fatalf("attempt %d did not happen: %q", i, e.warnings.String())
+		}
+	}
+	if !strings.Contains(e.warnings.String(), "giving up the copy-back") {
+		t.Fatalf("not given up after %d attempts: %q", maxAttempts, e.warnings.String())
+	}
+	e.warnings.Reset()
+	must(t, Recover(e.state, &e.warnings))
+	if e.warnings.Len() != 0 {
+		t.Errorf("a given-up run was tried again: %q", e.warnings.String())
+	}
+	if !exists(e.runDir()) {
+		t.Error("the staged copy of a given-up run is gone")
+	}
+}
+
+// TestRecoverDiscardsOldManifest: a manifest of an older format is removed
+// with one line, not retried on every run.
+func TestRecoverDiscardsOldManifest(t *testing.T) {
+	e := newEnv(t)
+	must(t, os.MkdirAll(e.state, 0o700))
+	must(t, os.WriteFile(manifestPath(e.state, testRun), []byte(`{"version":1,"run_id":"`+testRun+`","sandbox_home":"/x","entries":[]}`), 0o600))
+	must(t, Recover(e.state, &e.warnings))
+	if !strings.Contains(e.warnings.String(), "another sbx version") || exists(manifestPath(e.state, testRun)) {
+		t.Fatalf("warnings %q", e.warnings.String())
+	}
+	e.warnings.Reset()
+	must(t, Recover(e.state, &e.warnings))
+	if e.warnings.Len() != 0 {
+		t.Errorf("second Recover: %q", e.warnings.String())
+	}
+}
+
+// TestStagingAsUser: root staging for a user reads only what the user may
+// read, and copy-back writes only where the user may write, creating files
+// the user owns.
+func TestStagingAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act for another user")
+	}
+	const uid = 65534
+	e := newEnv(t)
+	must(t, os.Chmod(e.base, 0o755))
+	must(t, os.Chmod(filepath.Dir(e.base), 0o755))
+	must(t, os.Chown(e.sbxHome, uid, uid))
+	secret := e.write("allowed/secret.md", "SECRET")
+	must(t, os.Chmod(secret, 0o600)) // root's, unreadable for the user
+	readable := e.write("allowed/ok.md", "ok")
+	rootDir := e.mkdir("allowed/rootonly")
+	must(t, os.Chmod(rootDir, 0o755))
+	s := e.aged("allowed/rootonly/s.jsonl", "s\n")
+	must(t, os.Chmod(s, 0o644))
+	o := e.opts()
+	o.Cred = hostfs.Cred{UID: uid, GID: uid}
+	p, err := Prepare([]string{"pi", "-e", secret, "-e", readable, "--session", s}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := p.Argv()
+	if argv[2] != secret {
+		t.Errorf("a file the user cannot read was staged: %q", argv[2])
+	}
+	if argv[4] == readable {
+		t.Errorf("control: a readable file was not staged (%s)", e.warnings.String())
+	}
+	st, err := os.Stat(e.hostOf(argv[4]))
+	must(t, err)
+	if st.Sys().(*syscall.Stat_t).Uid != uid {
+		t.Errorf("staged copy owned by %d, want %d", st.Sys().(*syscall.Stat_t).Uid, uid)
+	}
+	// The session's directory is root's 0755: the user cannot write it, so
+	// neither can copy-back.
+	e.sandboxWrite(argv[6], "s\nS\n")
+	if err := p.Finish(); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("copy-back into a directory the user cannot write: %v, want EACCES", err)
+	}
+	if read(t, s) != "s\n" {
+		t.Error("copy-back wrote where the user cannot")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
