@@ -133,9 +133,9 @@ type Plan struct {
 
 	homeReal string      // resolved SandboxHome, once something is staged
 	run      *hostfs.Dir // the run dir
-	lock     *os.File // flock'ed StateDir/<run>.lock
-	created  bool     // the run dir was made by this plan
-	man      manifest // what Finish (or Recover) does
+	lock     *os.File    // flock'ed StateDir/<run>.lock
+	created  bool        // the run dir was made by this plan
+	man      manifest    // what Finish (or Recover) does
 	taken    map[string]bool
 	seen     map[string]string // resolved source -> rewritten value
 	count    int
