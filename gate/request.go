@@ -35,6 +35,11 @@ type Request struct {
 	// TimeoutMs is the run's deadline in milliseconds, 1..MaxTimeoutMs. Zero
 	// (or an absent key) means MaxTimeout; an explicit 0 in JSON is rejected.
 	TimeoutMs int `json:"timeoutMs,omitempty"`
+	// Stage lets sbx stage host paths named in Command (an agent's
+	// --session, --extension, ...: see package stage) into the sandbox and
+	// copy session files back. Off by default: the model chooses the argv,
+	// and staging reads host files outside the workspace.
+	Stage bool `json:"stage,omitempty"`
 }
 
 // Timeout returns the run's deadline: TimeoutMs, or MaxTimeout when it is
@@ -54,6 +59,7 @@ func (r Request) Writable() bool { return r.Write && r.ConfirmWrite }
 var requestKeys = map[string]bool{
 	"command": true, "workspace": true, "cwd": true, "write": true,
 	"confirmWrite": true, "allowShell": true, "confirmShell": true, "timeoutMs": true,
+	"stage": true,
 }
 
 // ParseRequest decodes one JSON request strictly. The input must be valid
@@ -151,6 +157,8 @@ func parseValue(dec *json.Decoder, key string, r *Request) error {
 		return parseBool(dec, key, &r.ConfirmShell)
 	case "timeoutMs":
 		return parseTimeout(dec, r)
+	case "stage":
+		return parseBool(dec, key, &r.Stage)
 	}
 	panic("gate: no parser for key " + key)
 }

@@ -58,6 +58,7 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Stderr:   stderr,
 		Log:      eo.Log,
 		StateDir: eo.StateDir,
+		NoStage:  !checked.Request.Stage,
 	}
 	var out gate.Result
 	o.reporter = newReporter(nil, nil)
@@ -71,6 +72,9 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 	}
 	var cleanup *CleanupError
 	switch {
+	case gate.IsRejected(err):
+		out.Status = gate.StatusRejected
+		out.Error = err.Error()
 	case err != nil && !errors.As(err, &cleanup):
 		out.Status = gate.StatusFailed
 		out.Error = err.Error()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -84,8 +85,16 @@ type Options struct {
 	// [UserStateDir] without root). It must never be visible inside a
 	// sandbox.
 	StateDir string
+	// NoStage turns off the staging of host paths named in Args (see
+	// package stage); sbx exec sets it unless the request asks to stage.
+	NoStage bool
 
-	who      invoker          // filled by spec
+	// Filled by resolvePaths: the resolved, checked host paths.
+	ws, home string
+	ro, rw   []string
+	cred     hostfs.Cred // the invoking user's, for host file operations
+
+	who      invoker          // filled by resolvePaths
 	tiers    tiers            // filled by spec
 	allow    egress.Allowlist // filled by spec
 	reporter *reporter        // set by Exec to collect the result's violations
@@ -93,6 +102,64 @@ type Options struct {
 	// limitsNote is why a rootless run's limits are rlimits (set by
 	// rootlessLimits); spec notes it once nothing can refuse the run.
 	limitsNote error
+}
+
+// resolvePaths resolves every host path of o (symlinks evaluated) and
+// refuses, with a *gate.RejectError, any that could hand the sandbox the
+// host (see checkHostPath). It writes nothing to disk.
+func (o *Options) resolvePaths() error {
+	if Rootless() && os.Geteuid() != os.Getuid() {
+		return errors.New("sbx must not be setuid: run it as yourself (rootless) or with sudo")
+	}
+	who, err := currentInvoker(o.hostLookup)
+	if err != nil {
+		return err
+	}
+	o.who = who
+	o.cred = hostfs.LookupCred(who.uid, who.gid)
+	cwd, err := filepath.EvalSymlinks(o.Cwd)
+	if err != nil {
+		return fmt.Errorf("working directory %s: %w", o.Cwd, err)
+	}
+	o.Cwd = cwd
+	paths := []hostPath{}
+	if o.ws, err = resolvePath("workspace", o.Workspace, cwd, false); err != nil {
+		return err
+	}
+	paths = append(paths, hostPath{field: "workspace", path: o.ws, writable: o.Write})
+	o.ro, o.rw = nil, nil
+	for _, p := range o.ReadOnly {
+		r, err := resolvePath("--ro", p, cwd, true)
+		if err != nil {
+			return err
+		}
+		o.ro = append(o.ro, r)
+		paths = append(paths, hostPath{field: "--ro", path: r})
+	}
+	for _, p := range o.ReadWrite {
+		r, err := resolvePath("--rw", p, cwd, true)
+		if err != nil {
+			return err
+		}
+		o.rw = append(o.rw, r)
+		paths = append(paths, hostPath{field: "--rw", path: r, writable: true})
+	}
+	if o.Home != "" && o.Home != HomeTmp {
+		if o.home, err = resolvePath("--home", o.Home, cwd, false); err != nil {
+			return err
+		}
+		paths = append(paths, hostPath{field: "--home", path: o.home, writable: true})
+	}
+	pol, err := newHostPolicy(o.StateDir, who.home)
+	if err != nil {
+		return err
+	}
+	for _, hp := range paths {
+		if err := pol.check(hp); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // invoker is the user a run is for: under sudo, the user who ran sudo.

@@ -3,15 +3,20 @@ package runner
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/egress"
@@ -66,6 +71,11 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if o.Terminal && (o.Stdin == nil || !term.IsTerminal(int(o.Stdin.Fd()))) {
 		return res, errors.New("--tty: terminal mode needs a terminal on stdin")
 	}
+	// Every host path is resolved and checked before anything is written
+	// to disk: bad input that could widen access changes nothing.
+	if err := o.resolvePaths(); err != nil {
+		return res, err
+	}
 	if Rootless() {
 		if err := privateDir(o.StateDir); err != nil {
 			return res, err
@@ -77,15 +87,18 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	} else if len(ids) > 0 {
 		for _, id := range ids {
 			// Their throwaway homes (ids are validated, so the
-			// pattern cannot reach elsewhere).
+			// pattern cannot reach elsewhere). A home that a pending
+			// copy-back still names stays for stage.Recover.
 			homes, _ := filepath.Glob(filepath.Join(os.TempDir(), "sbx-home-"+id+"-*"))
 			for _, h := range homes {
-				_ = os.RemoveAll(h)
+				if !stage.Pending(stagingStateDir(o.StateDir), h) {
+					_ = removeAsUser(o.cred, h)
+				}
 			}
 		}
 		fmt.Fprintf(o.Log, "sbx: cleaned up %d sandbox(es) left by a killed sbx\n", len(ids))
 	}
-	stagingState := filepath.Join(o.StateDir, "staging")
+	stagingState := stagingStateDir(o.StateDir)
 	if err := stage.Recover(stagingState, o.Log); err != nil {
 		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %v\n", err)
 	}
@@ -104,10 +117,12 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	// it runs later), on every exit path.
 	defer func() {
 		if err := plan.Finish(); err != nil {
-			fmt.Fprintf(o.Log, "sbx: copying staged files back: %v (run sbx run again or sbx recover to retry)\n", err)
+			fmt.Fprintf(o.Log, "sbx: copying staged files back: %v\n", err)
 		}
 	}()
-	spec.Args = plan.Argv()
+	if plan != nil {
+		spec.Args = plan.Argv()
+	}
 
 	// Signals are caught from here on, so that a Ctrl-C during setup still
 	// tears down what was built.
@@ -325,41 +340,7 @@ func (o *Options) hostLookup(k string) (string, bool) {
 func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	nop := func() {}
 	rootless := Rootless()
-	if rootless && os.Geteuid() != os.Getuid() {
-		return nil, nop, errors.New("sbx must not be setuid: run it as yourself (rootless) or with sudo")
-	}
-	who, err := currentInvoker(o.hostLookup)
-	if err != nil {
-		return nil, nop, err
-	}
-	o.who = who
-	cwd, err := filepath.EvalSymlinks(o.Cwd)
-	if err != nil {
-		return nil, nop, fmt.Errorf("working directory %s: %w", o.Cwd, err)
-	}
-	o.Cwd = cwd
-	ws, err := resolvePath("workspace", o.Workspace, cwd, false)
-	if err != nil {
-		return nil, nop, err
-	}
-	if ws == "/" {
-		return nil, nop, errors.New("workspace /: the whole host cannot be the workspace (pick a project directory with --workspace)")
-	}
-	var ro, rw []string
-	for _, p := range o.ReadOnly {
-		r, err := resolvePath("--ro", p, cwd, true)
-		if err != nil {
-			return nil, nop, err
-		}
-		ro = append(ro, r)
-	}
-	for _, p := range o.ReadWrite {
-		r, err := resolvePath("--rw", p, cwd, true)
-		if err != nil {
-			return nil, nop, err
-		}
-		rw = append(rw, r)
-	}
+	who, cwd, ws, ro, rw := o.who, o.Cwd, o.ws, o.ro, o.rw
 	id, err := newID()
 	if err != nil {
 		return nil, nop, err
@@ -388,7 +369,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 			return nil, nop, err
 		}
 	}
-	home, cleanup, err := o.homeDir(who, id, cwd)
+	home, cleanup, err := o.homeDir(who, id, ws)
 	if err != nil {
 		return nil, nop, err
 	}
@@ -445,57 +426,129 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	return spec, cleanup, nil
 }
 
-// homeDir returns the host directory behind $HOME, creating the persistent
-// sbx home (owned by the invoking user) on first use.
-func (o *Options) homeDir(who invoker, id, cwd string) (string, func(), error) {
+// homeDir returns the host directory behind $HOME, creating it as the
+// invoking user (hostfs.Cred) when it is sbx's own: by default a home of
+// the workspace's own, ${XDG_DATA_HOME:-~/.local/share}/sbx/homes/<name>-
+// <hash>, so that what one run plants in its home (a ~/.gitconfig, a .pth)
+// never runs in a run for another workspace; or a throwaway one. An
+// explicit --home was resolved and checked by resolvePaths.
+func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
 	nop := func() {}
 	switch o.Home {
 	case HomeTmp:
-		dir, err := os.MkdirTemp("", "sbx-home-"+id+"-")
+		var dir string
+		err := o.cred.Do(func() error {
+			var err error
+			dir, err = os.MkdirTemp("", "sbx-home-"+id+"-")
+			return err
+		})
 		if err != nil {
 			return "", nop, fmt.Errorf("create throwaway home: %w", err)
 		}
-		if err := os.Chown(dir, who.uid, who.gid); err != nil {
-			os.RemoveAll(dir)
-			return "", nop, fmt.Errorf("create throwaway home: %w", err)
-		}
-		return dir, func() { os.RemoveAll(dir) }, nil
+		return dir, func() {
+			// Kept while a failed copy-back still needs it (its retry
+			// removes it with the run's staging dir).
+			if !stage.Pending(stagingStateDir(o.StateDir), dir) {
+				_ = removeAsUser(o.cred, dir)
+			}
+		}, nil
 	case "":
-		base, ok := o.hostLookup("XDG_DATA_HOME")
-		if _, sudo := o.hostLookup("SUDO_UID"); !ok || !filepath.IsAbs(base) || sudo {
-			base = filepath.Join(who.home, ".local", "share")
-		}
-		dir := filepath.Join(base, "sbx", "home")
-		if err := mkdirOwned(dir, who, 0o700); err != nil {
+		base := filepath.Join(o.dataHome(who), "sbx")
+		dir := filepath.Join(base, "homes", WorkspaceHomeName(ws))
+		created, err := mkdirAsUser(o.cred, who, dir)
+		if err != nil {
 			return "", nop, fmt.Errorf("create sbx home %s: %w", dir, err)
+		}
+		if old := filepath.Join(base, "home"); created {
+			if fi, err := os.Lstat(old); err == nil && fi.IsDir() {
+				fmt.Fprintf(o.Log, "sbx: this workspace has a home of its own now, %s; the home earlier sbx versions shared between all workspaces, %s, is no longer used (--home %s keeps using it)\n", dir, old, old)
+			}
 		}
 		return dir, nop, nil
 	default:
-		dir, err := resolvePath("--home", o.Home, cwd, false)
-		if err != nil {
-			return "", nop, err
-		}
-		return dir, nop, nil
+		return o.home, nop, nil
 	}
 }
 
-// mkdirOwned creates dir and its missing parents owned by who (so that a
-// home created under sudo belongs to the user, not to root).
-func mkdirOwned(dir string, who invoker, mode os.FileMode) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
+// dataHome is ${XDG_DATA_HOME:-~/.local/share} of the invoking user (under
+// sudo always the user's ~/.local/share: root's environment is not theirs).
+func (o *Options) dataHome(who invoker) string {
+	base, ok := o.hostLookup("XDG_DATA_HOME")
+	if _, sudo := o.hostLookup("SUDO_UID"); !ok || !filepath.IsAbs(base) || sudo {
+		base = filepath.Join(who.home, ".local", "share")
 	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := mkdirOwned(parent, who, 0o755); err != nil {
-			return err
+	return base
+}
+
+// WorkspaceHomeName is the directory name of workspace ws's sbx home: its
+// base name (letters, digits, '.', '_', '-'; at most 32) and 12 hex digits
+// of the SHA-256 of its path, so that two workspaces never share one.
+func WorkspaceHomeName(ws string) string {
+	sum := sha256.Sum256([]byte(ws))
+	name := []rune{}
+	for _, r := range filepath.Base(ws) {
+		if len(name) == 32 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			name = append(name, r)
+		default:
+			name = append(name, '_')
 		}
 	}
-	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
+	n := strings.TrimLeft(string(name), ".")
+	if n == "" {
+		n = "root"
 	}
-	return os.Chown(dir, who.uid, who.gid)
+	return n + "-" + hex.EncodeToString(sum[:6])
 }
+
+// mkdirAsUser creates dir and its missing parents as the user (so that
+// under sudo they belong to the user and are made only where the user may
+// write), then checks that dir is a real directory of the user's. It
+// reports whether dir itself was created.
+func mkdirAsUser(c hostfs.Cred, who invoker, dir string) (bool, error) {
+	created := false
+	err := c.Do(func() error {
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			created = true
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		d, err := hostfs.OpenDir(dir, nil)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		fi, err := d.Stat()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != who.uid {
+			return fmt.Errorf("owned by uid %d, not by uid %d", st.Uid, who.uid)
+		}
+		return nil
+	})
+	return created, err
+}
+
+// removeAsUser removes dir (a throwaway home) and everything below it as
+// the user, without following any symlink the sandbox left there.
+func removeAsUser(c hostfs.Cred, dir string) error {
+	return c.Do(func() error {
+		parent, err := hostfs.OpenDir(filepath.Dir(dir), nil)
+		if err != nil {
+			return err
+		}
+		defer parent.Close()
+		return parent.RemoveAll(filepath.Base(dir))
+	})
+}
+
+// stagingStateDir is where stage keeps its manifests and locks.
+func stagingStateDir(stateDir string) string { return filepath.Join(stateDir, "staging") }
 
 func newID() (string, error) {
 	var b [8]byte
@@ -507,8 +560,12 @@ func newID() (string, error) {
 
 // stagePaths copies host files named on the command line (pi's --extension,
 // --session, ...) into the sandbox home and rewrites the arguments; see
-// package stage. Files staged for another user than root are handed to them.
+// package stage. It runs with the invoking user's identity, so what it
+// creates is the user's and what it reads is what the user may read.
 func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, error) {
+	if o.NoStage {
+		return nil, nil
+	}
 	env := func(k string) string { v, _ := o.hostLookup(k); return v }
 	plan, err := stage.Prepare(spec.Args, stage.Options{
 		Cwd:               o.Cwd,
@@ -519,21 +576,10 @@ func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, e
 		StateDir:          stateDir,
 		RunID:             spec.ID,
 		Warn:              o.Log,
+		Cred:              o.cred,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stage path arguments: %w", err)
-	}
-	if dir := plan.RunDir(); dir != "" && (spec.UID != 0 || spec.GID != 0) {
-		err := filepath.WalkDir(filepath.Dir(dir), func(p string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Lchown(p, spec.UID, spec.GID)
-		})
-		if err != nil {
-			_ = plan.Finish()
-			return nil, fmt.Errorf("stage path arguments: hand staged files to uid %d: %w", spec.UID, err)
-		}
 	}
 	return plan, nil
 }

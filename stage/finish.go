@@ -520,3 +520,25 @@ func recoverRun(stateDir, id string, warn io.Writer) error {
 	}
 	return nil
 }
+
+// Pending reports whether a copy-back recorded in stateDir still needs the
+// sandbox home home (a throwaway home of a killed run must then stay).
+func Pending(stateDir, home string) bool {
+	ents, err := os.ReadDir(stateDir)
+	if err != nil {
+		return false
+	}
+	if r, err := filepath.EvalSymlinks(home); err == nil {
+		home = r
+	}
+	for _, ent := range ents {
+		id, ok := strings.CutSuffix(ent.Name(), ".json")
+		if !ok || !validRunID(id) {
+			continue
+		}
+		if m, err := readManifest(stateDir, id); err == nil && m.SandboxHome == home {
+			return true
+		}
+	}
+	return false
+}

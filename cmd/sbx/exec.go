@@ -29,7 +29,9 @@ Request (JSON Schema: gate/request.schema.json):
    "cwd": "sub/dir",                 optional, relative, must stay inside
    "write": false, "confirmWrite": false,   writable workspace needs both
    "allowShell": false, "confirmShell": false,  sh/bash/... need both
-   "timeoutMs": 120000}              optional, at most 120000
+   "timeoutMs": 120000,              optional, at most 120000
+   "stage": false}                   stage host paths named in the command
+                                     (an agent's --session, ...): off unless true
 
 Result (JSON Schema: gate/result.schema.json):
   {"status": "exited"|"timed_out"|"failed"|"rejected"|"cancelled",

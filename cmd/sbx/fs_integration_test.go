@@ -282,9 +282,9 @@ func TestHome(t *testing.T) {
 		if r := b.run("--", "sh", "-c", `echo persist > "$HOME/marker"`); r.code != 0 || r.stderr != "" {
 			t.Fatalf("write $HOME/marker\n%v", r)
 		}
-		p := filepath.Join(b.data, "sbx", "home", "marker")
+		p := filepath.Join(b.sbxHome(b.data), "marker")
 		if data, err := os.ReadFile(p); err != nil || string(data) != "persist\n" {
-			t.Errorf("$HOME/marker is not at $XDG_DATA_HOME/sbx/home on the host: %q, %v", data, err)
+			t.Errorf("$HOME/marker is not at $XDG_DATA_HOME/sbx/homes/<workspace> on the host: %q, %v", data, err)
 		}
 		if fi, err := os.Stat(filepath.Dir(p)); err != nil || fi.Mode().Perm() != 0o700 {
 			t.Errorf("sbx home %s: want mode 0700: %v %v", filepath.Dir(p), fi.Mode(), err)
@@ -302,9 +302,9 @@ func TestHome(t *testing.T) {
 		if r.code != 0 || r.stderr != "" {
 			t.Fatalf("write $HOME/marker\n%v", r)
 		}
-		p := filepath.Join(home, ".local", "share", "sbx", "home", "marker")
+		p := filepath.Join(b.sbxHome(filepath.Join(home, ".local", "share")), "marker")
 		if data, err := os.ReadFile(p); err != nil || string(data) != "x\n" {
-			t.Errorf("$HOME/marker not at ~/.local/share/sbx/home/marker: %q, %v", data, err)
+			t.Errorf("$HOME/marker not at ~/.local/share/sbx/homes/<workspace>/marker: %q, %v", data, err)
 		}
 		if _, err := os.Stat(filepath.Join(home, "marker")); err == nil {
 			t.Errorf("the write went to the host home %s", home)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/sbx-sandbox/sbx/runner"
 	"io"
 	"os"
 	"os/exec"
@@ -185,6 +186,17 @@ func newSerialBox(t *testing.T) *box {
 	// user's, as a user's project and ~/.local/share are.
 	chownToUser(t, ws, data)
 	return &box{t: t, ws: ws, data: data}
+}
+
+// sbxHome is the host directory behind $HOME of a run in the box's
+// workspace with the default home: its workspace's own sbx home below
+// dataHome ($XDG_DATA_HOME, or ~/.local/share).
+func (b *box) sbxHome(dataHome string) string {
+	ws, err := filepath.EvalSymlinks(b.ws)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return filepath.Join(dataHome, "sbx", "homes", runner.WorkspaceHomeName(ws))
 }
 
 // in returns b for the subtest t (same workspace and data home), so that

@@ -152,7 +152,7 @@ func TestPiReachesProviderThroughProxy(t *testing.T) {
 	prov := newFakeProvider(t)
 	e := newEgressBox(t, "127.0.0.1 provider.test")
 	e.needProxy(t)
-	agentDir := filepath.Join(e.data, "sbx", "home", ".pi", "agent")
+	agentDir := filepath.Join(e.sbxHome(e.data), ".pi", "agent")
 	if err := os.MkdirAll(agentDir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/moby/sys/mountinfo"
+	"github.com/sbx-sandbox/sbx/gate"
+	"golang.org/x/sys/unix"
+)
+
+// A host path given to sbx (workspace, --ro, --rw, --home, and sbx exec's
+// workspace) is mounted into the sandbox. Bad input there is an
+// escalation, not a typo: --home /proc showed the host's procfs
+// read-write, a writable workspace over sbx's state dir let the program
+// forge the next run's copy-back manifest, /sys/fs/cgroup let it raise its
+// own limits, a workspace of ~ showed ~/.ssh. checkHostPath refuses all of
+// these, on the host source after symlinks are resolved, before anything
+// is written to disk; run and exec both come through here.
+
+// pseudoFS are the file systems that are kernel interfaces, not files:
+// never mounted into a sandbox from the host.
+var pseudoFS = map[string]bool{
+	"proc": true, "sysfs": true, "devtmpfs": true, "devpts": true,
+	"cgroup": true, "cgroup2": true, "bpf": true, "securityfs": true,
+	"debugfs": true, "tracefs": true, "configfs": true, "pstore": true,
+	"efivarfs": true, "fusectl": true, "binfmt_misc": true, "mqueue": true,
+	"nsfs": true, "hugetlbfs": true, "autofs": true, "rpc_pipefs": true,
+	"selinuxfs": true,
+}
+
+// pseudoMagic are the statfs types of pseudoFS, for the file system a path
+// itself lies on.
+var pseudoMagic = map[int64]bool{
+	unix.PROC_SUPER_MAGIC: true, unix.SYSFS_MAGIC: true, unix.DEVPTS_SUPER_MAGIC: true,
+	unix.CGROUP_SUPER_MAGIC: true, unix.CGROUP2_SUPER_MAGIC: true, unix.BPF_FS_MAGIC: true,
+	unix.SECURITYFS_MAGIC: true, unix.DEBUGFS_MAGIC: true, unix.TRACEFS_MAGIC: true,
+	unix.PSTOREFS_MAGIC: true, unix.EFIVARFS_MAGIC: true, unix.NSFS_MAGIC: true,
+	unix.HUGETLBFS_MAGIC: true, unix.SELINUX_MAGIC: true, 0x62656570: true, // configfs
+	0x65735543: true, // fusectl
+	0x42494e4d: true, // binfmt_misc
+	0x19800202: true, // mqueue
+}
+
+// pseudoDirs are where the kernel's interfaces live, whatever is mounted.
+var pseudoDirs = []string{"/proc", "/sys", "/dev"}
+
+// systemDirs may never be writable in a sandbox (workspace with --write,
+// --rw, --home), nor may a directory that contains one.
+var systemDirs = []string{
+	"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/sbin", "/usr",
+	"/run", "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/mail", "/var/backups",
+}
+
+// hostPath is one host path a run mounts.
+type hostPath struct {
+	field    string // "workspace", "--ro", "--rw", "--home"
+	path     string // resolved (no symlinks)
+	writable bool
+}
+
+// hostPolicy is what checkHostPath compares against.
+type hostPolicy struct {
+	stateDir string // sbx's state dir, resolved as far as it exists
+	userHome string // the invoking user's home, resolved ("" if none)
+	mounts   []*mountinfo.Info
+}
+
+func newHostPolicy(stateDir, userHome string) (hostPolicy, error) {
+	mounts, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return hostPolicy{}, fmt.Errorf("read the mount table: %w", err)
+	}
+	p := hostPolicy{stateDir: realPrefix(stateDir), mounts: mounts}
+	if userHome != "" && userHome != "/" {
+		p.userHome = realPrefix(userHome)
+	}
+	return p, nil
+}
+
+// check refuses hp when it could hand the sandbox the host; the error is a
+// *gate.RejectError (sbx run exits 125 with it, sbx exec rejects).
+func (p hostPolicy) check(hp hostPath) error {
+	path := hp.path
+	refuse := func(why, fix string) error {
+		return &gate.RejectError{Field: hp.field, Reason: fmt.Sprintf("%s %s: %s (%s)", hp.field, path, why, fix)}
+	}
+	if path == "/" {
+		return refuse("the whole host cannot be mounted into a sandbox", "pick a project directory")
+	}
+	if within(path, p.stateDir) || within(p.stateDir, path) {
+		return refuse("it is or contains sbx's own state directory "+p.stateDir, "pick a directory outside it")
+	}
+	for _, d := range pseudoDirs {
+		if within(path, d) || within(d, path) {
+			return refuse("it is or contains "+d+", a kernel interface", "pick a directory of ordinary files")
+		}
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err == nil && pseudoMagic[int64(st.Type)] {
+		return refuse(fmt.Sprintf("it lies on a kernel pseudo-filesystem (type %#x)", st.Type), "pick a directory of ordinary files")
+	}
+	for _, m := range p.mounts {
+		if pseudoFS[m.FSType] && within(m.Mountpoint, path) {
+			return refuse("it contains "+m.Mountpoint+", a "+m.FSType+" mount", "pick a directory of ordinary files")
+		}
+	}
+	if hp.writable {
+		for _, d := range systemDirs {
+			if within(path, d) || within(d, path) {
+				return refuse("it is or contains the system directory "+d+", which a sandbox may not write", "mount it read-only, or pick another directory")
+			}
+		}
+	}
+	if hp.field == "workspace" && p.userHome != "" && within(p.userHome, path) {
+		what := "your home directory"
+		if path != p.userHome {
+			what = "an ancestor of your home directory " + p.userHome
+		}
+		return refuse("it is "+what+": the program would see all of it (~/.ssh, tokens, other projects)", "pick a project directory with --workspace")
+	}
+	return nil
+}
+
+// realPrefix resolves the longest existing prefix of p, so that a
+// directory not created yet is still compared by its real location.
+func realPrefix(p string) string {
+	p = filepath.Clean(p)
+	rest := ""
+	for cur := p; ; cur = filepath.Dir(cur) {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if cur == "/" || cur == "." {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+	}
+}
