@@ -64,6 +64,9 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 	o.reporter = newReporter(nil, nil)
 	start := time.Now()
 	res, err := Run(ctx, o)
+	if gate.IsRejected(err) {
+		return gate.Rejected(err) // a host path refused: nothing started
+	}
 	out.Violations, out.ViolationsDropped = o.reporter.violations()
 	out.DurationMs = time.Since(start).Milliseconds()
 	out.Output, out.Truncated = gate.ShapeTails(stdout, stderr)
@@ -72,9 +75,6 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 	}
 	var cleanup *CleanupError
 	switch {
-	case gate.IsRejected(err):
-		out.Status = gate.StatusRejected
-		out.Error = err.Error()
 	case err != nil && !errors.As(err, &cleanup):
 		out.Status = gate.StatusFailed
 		out.Error = err.Error()

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The host side as a deputy (issue #13): sbx's own code runs on the host,
+// as root under sudo, on paths the sandboxed program can change (the
+// workspace with --write, the sbx home, the staging dir). Each test runs a
+// real attack from inside a real sandbox and asserts the host is
+// untouched, with a control that the legitimate operation still works. As
+// root, every attack runs twice: as plain root and as root with SUDO_UID
+// (what sudo sets; the run is then the user's); in the as-user mode, once,
+// rootless.
+
+// deputyMode is one way sbx is started.
+type deputyMode struct {
+	name string
+	env  []string // added to sbx's environment
+	uid  int      // who owns the workspace (-1: the box's default)
+}
+
+func deputyModes(t *testing.T) []deputyMode {
+	if rootless() {
+		return []deputyMode{{name: "rootless", uid: -1}}
+	}
+	u, err := ensureTestUser("sbx-rootless-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []deputyMode{
+		{name: "root", uid: -1},
+		{name: "sudo", uid: u.uid, env: []string{
+			fmt.Sprintf("SUDO_UID=%d", u.uid), fmt.Sprintf("SUDO_GID=%d", u.gid), "SUDO_USER=" + u.name,
+		}},
+	}
+}
+
+// deputyBox is a box whose workspace holds a fake pi (staged like the real
+// one: the staging table keys on the name) that appends a line to its
+// --session file and then runs $ATTACK with sh.
+func deputyBox(t *testing.T, m deputyMode) *box {
+	b := newSerialBox(t)
+	writeFile(t, filepath.Join(b.ws, "pi"), "#!/bin/sh\necho PLANTED >> \"$2\"\neval \"$ATTACK\"\n", 0o755)
+	mkdir(t, filepath.Join(b.ws, "sess"))
+	writeFile(t, filepath.Join(b.ws, "sess", "s.jsonl"), "host\n", 0o644)
+	if m.uid >= 0 {
+		for _, p := range []string{b.ws, filepath.Join(b.ws, "pi"), filepath.Join(b.ws, "sess"), filepath.Join(b.ws, "sess", "s.jsonl")} {
+			if err := os.Chown(p, m.uid, m.uid); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return b
+}
+
+// target is a root-owned directory outside every sandbox, standing for
+// /etc/cron.d or /root/.ssh.
+func target(t *testing.T) string {
+	d := t.TempDir()
+	if err := os.Chmod(filepath.Dir(d), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func mustBeEmpty(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("the sandbox wrote %s on the host", filepath.Join(dir, e.Name()))
+	}
+}
+
+// TestDeputySessionDirSwappedForSymlink: the program replaces the
+// directory of its staged --session by a symlink to a host directory; the
+// copy-back must not write there.
+func TestDeputySessionDirSwappedForSymlink(t *testing.T) {
+	for _, m := range deputyModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			b := deputyBox(t, m)
+			dst := target(t)
+			attack := "mv sess sess.moved && ln -s " + dst + " sess"
+			r := b.runOpts(opts{env: m.env}, "-w", "--env", "ATTACK="+attack, "--", "./pi", "--session", "sess/s.jsonl")
+			if r.code != 0 {
+				t.Fatalf("run\n%v", r)
+			}
+			mustBeEmpty(t, dst)
+			if got := readFile(t, filepath.Join(b.ws, "sess.moved", "s.jsonl")); got != "host\n" {
+				t.Errorf("the moved session changed: %q", got)
+			}
+			if !strings.Contains(r.stderr, "too many levels of symbolic links") && !strings.Contains(r.stderr, "replaced since it was recorded") {
+				t.Errorf("the refusal is not reported\n%v", r)
+			}
+			// The control: the same run without the swap brings the
+			// session back.
+			b2 := deputyBox(t, m)
+			r = b2.runOpts(opts{env: m.env}, "-w", "--env", "ATTACK=true", "--", "./pi", "--session", "sess/s.jsonl")
+			if got := readFile(t, filepath.Join(b2.ws, "sess", "s.jsonl")); r.code != 0 || got != "host\nPLANTED\n" {
+				t.Errorf("control: session %q\n%v", got, r)
+			}
+		})
+	}
+}
+
+// TestDeputyNoFilesBesideSession: a run without --write cannot create
+// files in its read-only workspace through copy-back; only the staged
+// session comes back.
+func TestDeputyNoFilesBesideSession(t *testing.T) {
+	for _, m := range deputyModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			b := deputyBox(t, m)
+			attack := `d=$(dirname "$2"); for f in .envrc Makefile .mcp.json new.jsonl; do echo evil > "$d/$f"; done`
+			r := b.runOpts(opts{env: m.env}, "--env", "ATTACK="+attack, "--", "./pi", "--session", "sess/s.jsonl")
+			if r.code != 0 {
+				t.Fatalf("run\n%v", r)
+			}
+			for _, f := range []string{".envrc", "Makefile", ".mcp.json", "new.jsonl"} {
+				mustNotExist(t, filepath.Join(b.ws, "sess", f))
+			}
+			if got := readFile(t, filepath.Join(b.ws, "sess", "s.jsonl")); got != "host\nPLANTED\n" {
+				t.Errorf("control: the staged session did not come back: %q", got)
+			}
+		})
+	}
+}
+
+// TestDeputyRaceSwaps: one run keeps swapping the session directory and
+// the shared home's staging dir for symlinks to a host directory while
+// another run of the same workspace stages and copies back, again and
+// again. Nothing may ever land in the host directory.
+func TestDeputyRaceSwaps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	for _, m := range deputyModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			b := deputyBox(t, m)
+			dst := target(t)
+			swapper := fmt.Sprintf(`end=$(($(date +%%s)+6)); while [ $(date +%%s) -lt $end ]; do
+  mv sess sess.x 2>/dev/null; ln -s %[1]s sess 2>/dev/null; rm -f sess; mv sess.x sess 2>/dev/null
+  mv "$HOME/.sbx-staging" "$HOME/.x" 2>/dev/null; ln -s %[1]s "$HOME/.sbx-staging" 2>/dev/null
+  rm -f "$HOME/.sbx-staging"; mv "$HOME/.x" "$HOME/.sbx-staging" 2>/dev/null
+done`, dst)
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b.runOpts(opts{env: m.env, timeout: time.Minute}, "-w", "--", "sh", "-c", swapper)
+			}()
+			time.Sleep(500 * time.Millisecond)
+			outcomes := map[int]int{}
+			for i := 0; i < 12; i++ {
+				r := b.runOpts(opts{env: m.env}, "-w", "--env", "ATTACK=true", "--", "./pi", "--session", "sess/s.jsonl")
+				outcomes[r.code]++
+			}
+			wg.Wait()
+			mustBeEmpty(t, dst)
+			t.Logf("victim runs by exit status: %v", outcomes)
+		})
+	}
+}
+
+// TestDeputyHomePerWorkspace: what a run plants in its home (a
+// ~/.gitconfig with core.fsmonitor) is not in the home of a run for
+// another workspace; the same workspace keeps it (the control).
+func TestDeputyHomePerWorkspace(t *testing.T) {
+	requireRoot(t)
+	t.Parallel()
+	b := newSerialBox(t)
+	other := newSerialBox(t)
+	other.data = b.data // the same user's data home
+	if r := b.run("--", "sh", "-c", `printf '[core]\n\tfsmonitor = evil\n' > "$HOME/.gitconfig"`); r.code != 0 {
+		t.Fatalf("plant\n%v", r)
+	}
+	if r := other.run("--", "sh", "-c", `test ! -e "$HOME/.gitconfig"`); r.code != 0 {
+		t.Errorf("another workspace's run sees the planted ~/.gitconfig\n%v", r)
+	}
+	if r := b.run("--", "sh", "-c", `grep -q evil "$HOME/.gitconfig"`); r.code != 0 {
+		t.Errorf("control: the same workspace's home lost its file\n%v", r)
+	}
+}
+
+// TestDeputyPathArguments: host paths that would hand the sandbox the
+// host are refused with 125 before anything is written (the sbx data home
+// stays empty); sbx exec rejects the same workspaces.
+func TestDeputyPathArguments(t *testing.T) {
+	b := newBox(t)
+	home := b.tempDir()
+	cases := [][]string{
+		{"--home", "/proc"},
+		{"--home", "/"},
+		{"--workspace", "/sys/fs/cgroup", "-w"},
+		{"--workspace", "/dev/shm"},
+		{"--workspace", "/"},
+		{"--rw", "/etc"},
+		{"--workspace", "/usr", "-w"},
+		{"--workspace", home}, // the user's home
+		{"--workspace", filepath.Dir(home)},
+	}
+	if !rootless() {
+		cases = append(cases, []string{"--workspace", "/run", "-w"}, []string{"--workspace", "/run/sbx"})
+	}
+	for _, args := range cases {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			b := b.in(t)
+			r := b.runOpts(opts{env: []string{"HOME=" + home}}, append(args, "--", "true")...)
+			if r.code != 125 || !strings.Contains(r.stderr, "sbx: ") {
+				t.Errorf("want 125 and a message\n%v", r)
+			}
+			if ents, _ := os.ReadDir(b.data); len(ents) != 0 {
+				t.Errorf("a refused run created %s", filepath.Join(b.data, ents[0].Name()))
+			}
+		})
+	}
+	// The control: a project directory is fine.
+	if r := b.runOpts(opts{env: []string{"HOME=" + home}}, "--", "true"); r.code != 0 {
+		t.Errorf("control\n%v", r)
+	}
+	for _, ws := range []string{"/proc", "/sys/fs/cgroup", "/dev/shm", "/"} {
+		b.exec(map[string]any{"command": []string{"true"}, "workspace": ws}).wantRejected(t, "workspace "+ws)
+	}
+}
+
+// TestDeputyExecStagingOptIn: sbx exec stages a host path named in the
+// model's command only when the request says "stage": true.
+func TestDeputyExecStagingOptIn(t *testing.T) {
+	b := newBox(t)
+	writeFile(t, filepath.Join(b.ws, "pi"), "#!/bin/sh\necho \"$2\"\n", 0o755)
+	ext := filepath.Join(b.tempDir(), "ext.mjs")
+	writeFile(t, ext, "export default 1\n", 0o644)
+	cmd := []string{"./pi", "--extension", ext}
+	run := b.exec(b.req(cmd))
+	run.wantExited(t, 0)
+	if got := strings.TrimSpace(run.res.Output); got != ext {
+		t.Errorf("without stage the argument was rewritten: %q", got)
+	}
+	run = b.exec(b.req(cmd, "stage", true))
+	run.wantExited(t, 0)
+	if got := run.res.Output; !strings.Contains(got, "/.sbx-staging/") {
+		t.Errorf("with stage the argument was not staged: %q", got)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
