@@ -576,6 +576,7 @@ func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, e
 		StateDir:          stateDir,
 		RunID:             spec.ID,
 		Warn:              o.Log,
+		Writable:          append([]string{spec.Workspace, spec.Home}, spec.ReadWrite...),
 		Cred:              o.cred,
 	})
 	if err != nil {

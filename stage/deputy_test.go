@@ -204,3 +204,36 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestStagingRefusesSymlinkOutOfWritableTree: a symlink planted inside a
+// tree a sandbox can write (the workspace) that leads out of it is never
+// followed while staging, for an existing session or a new one; one that
+// stays inside is (the control).
+func TestStagingRefusesSymlinkOutOfWritableTree(t *testing.T) {
+	e := newEnv(t)
+	target := e.mkdir("allowed/target") // under an allowed root, outside the workspace
+	e.write("allowed/target/s.jsonl", "t\n")
+	must(t, os.Symlink(target, filepath.Join(e.cwd, "sess")))
+	e.mkdir("work/real")
+	e.write("work/real/in.jsonl", "in\n")
+	must(t, os.Symlink("real", filepath.Join(e.cwd, "inside")))
+	o := e.opts()
+	o.Writable = []string{e.cwd}
+	for _, v := range []string{"sess/s.jsonl", "sess/new.jsonl"} {
+		p, err := Prepare([]string{"pi", "--session", v}, o)
+		must(t, err)
+		if p.Argv()[2] != v {
+			t.Errorf("%s through a planted symlink was staged as %s", v, p.Argv()[2])
+		}
+		must(t, p.Finish())
+	}
+	if !strings.Contains(e.warnings.String(), "leads out of it") {
+		t.Errorf("warnings %q", e.warnings.String())
+	}
+	p, err := Prepare([]string{"pi", "--session", "inside/in.jsonl"}, o)
+	must(t, err)
+	if p.Argv()[2] == "inside/in.jsonl" {
+		t.Errorf("control: a symlink within the workspace was not followed: %s", e.warnings.String())
+	}
+	must(t, p.Finish())
+}

@@ -1,9 +1,12 @@
 package stage
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // expandHome expands a leading "~" or "~/" with home; "~user" forms are not
@@ -91,4 +94,59 @@ func under(p string, roots []string) bool {
 // in ".jsonl".
 func isSessionPath(v string) bool {
 	return strings.Contains(v, "/") || strings.HasSuffix(v, ".jsonl")
+}
+
+// maxLinks bounds the symlinks followed while resolving one path, as the
+// kernel's own limit does.
+const maxLinks = 40
+
+// resolveIn resolves the absolute path p as filepath.EvalSymlinks does, but
+// refuses (a *skipError) to follow a symlink that lies inside one of the
+// trees a sandbox can write (Options.Writable) and points out of that tree:
+// a sandbox, this run's or a concurrent one of the same workspace, could
+// have planted it to aim staging and copy-back at a host directory of its
+// choosing. A symlink inside such a tree that stays inside it is followed
+// (the sandbox could write the target anyway). Missing components give
+// fs.ErrNotExist, as EvalSymlinks does.
+func resolveIn(p string, trees []string) (string, error) {
+	parts := strings.Split(filepath.Clean(p), "/")
+	cur := "/"
+	links := 0
+	for len(parts) > 0 {
+		c := parts[0]
+		parts = parts[1:]
+		if c == "" || c == "." {
+			continue
+		}
+		next := filepath.Join(cur, c) // ".." goes up lexically: cur has no symlink
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return "", &os.PathError{Op: "lstat", Path: next, Err: errors.Unwrap(err)}
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", &os.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
+		}
+		t, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		dest := t
+		if !filepath.IsAbs(t) {
+			dest = filepath.Join(cur, t)
+		}
+		for _, w := range trees {
+			if w != "" && within(next, w) && next != w && !within(filepath.Clean(dest), w) {
+				return "", skipf("%s is a symlink inside %s, which a sandbox can write, and leads out of it", next, w)
+			}
+		}
+		if filepath.IsAbs(t) {
+			cur = "/"
+		}
+		parts = append(strings.Split(t, "/"), parts...)
+	}
+	return cur, nil
 }

@@ -57,6 +57,11 @@ type Options struct {
 	Table Table
 	// Warn receives sbx's "sbx: ..." lines (stderr); nil discards them.
 	Warn io.Writer
+	// Writable are the host trees a sandbox can write (the workspace, which
+	// a concurrent run may have writable, --rw paths, the sandbox home), each
+	// resolved: a symlink inside one that leads out of it is never followed
+	// while staging (see resolveIn).
+	Writable []string
 	// Cred is the invoking user's identity: every source is read, and
 	// every staged file written, with it (hostfs.Cred.Do), so that root
 	// staging for a user reads only what the user may read and creates
@@ -277,9 +282,12 @@ func (p *Plan) stageArg(a Arg) (string, error) {
 		return "", skipf("no home directory to expand ~ with")
 	}
 	abs := absPath(v, p.opts.Cwd, p.opts.HostHome)
-	real, err := filepath.EvalSymlinks(abs)
+	real, err := resolveIn(abs, p.opts.Writable)
 	if err != nil {
+		var se *skipError
 		switch {
+		case errors.As(err, &se):
+			return "", err
 		case spec.Text:
 			return "", nil
 		case errors.Is(err, fs.ErrNotExist) && spec.Create && spec.CopyBack:
@@ -418,7 +426,11 @@ func (p *Plan) stageDir(a Arg, abs, real string) (string, error) {
 // agent creates the file there); a directory (--session-dir) an empty
 // directory. Either comes back at Finish if the agent wrote something.
 func (p *Plan) stageNew(a Arg, abs string) (string, error) {
-	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	parent, err := resolveIn(filepath.Dir(abs), p.opts.Writable)
+	var se *skipError
+	if errors.As(err, &se) {
+		return "", err
+	}
 	if err != nil {
 		return "", skipf("no such file or directory")
 	}
