@@ -53,6 +53,10 @@ type Result struct {
 	// within CleanupTimeout, or failed. It is never left out when set,
 	// whatever the status.
 	CleanupError string `json:"cleanupError,omitempty"`
+	// CopyBackError reports that staged files (a "stage" request) could
+	// not all be copied back to the host; they stay in the sandbox home
+	// for a later retry.
+	CopyBackError string `json:"copyBackError,omitempty"`
 }
 
 // MarshalJSON writes Violations as [] rather than null when it is empty.

@@ -73,6 +73,9 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 	if res.CleanupErr != nil {
 		out.CleanupError = res.CleanupErr.Error()
 	}
+	if res.CopyBackErr != nil {
+		out.CopyBackError = res.CopyBackErr.Error()
+	}
 	var cleanup *CleanupError
 	switch {
 	case err != nil && !errors.As(err, &cleanup):

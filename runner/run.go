@@ -39,6 +39,10 @@ type Result struct {
 	OOM      bool
 	Duration time.Duration
 	ID       string
+	// CopyBackErr is set when staged session files could not be copied
+	// back to the host (see package stage); they stay in the sandbox home
+	// and the next runs retry.
+	CopyBackErr error
 	// CleanupErr is set when teardown could not confirm the sandbox gone
 	// (its processes killed, cgroups and state removed); Run then also
 	// returns it wrapped in a [*CleanupError].
@@ -117,6 +121,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	// it runs later), on every exit path.
 	defer func() {
 		if err := plan.Finish(); err != nil {
+			res.CopyBackErr = err
 			fmt.Fprintf(o.Log, "sbx: copying staged files back: %v\n", err)
 		}
 	}()

@@ -104,8 +104,7 @@ func TestCopyBackGivesUp(t *testing.T) {
 	p := e.prepare("pi", "--session", s)
 	e.sandboxWrite(p.Argv()[2], "s\nS\n")
 	sess := filepath.Dir(s)
-	must(t, os.Rename(sess, sess+".gone"))
-	must(t, os.Mkdir(sess, 0o755)) // not the recorded directory: every attempt fails
+	must(t, os.Rename(sess, sess+".gone")) // missing: every attempt fails, but the user may bring it back
 	if err := p.Finish(); err == nil {
 		t.Fatal("first attempt succeeded")
 	}
@@ -130,6 +129,24 @@ func TestCopyBackGivesUp(t *testing.T) {
 	}
 	if !exists(e.runDir()) {
 		t.Error("the staged copy of a given-up run is gone")
+	}
+}
+
+// TestCopyBackGivesUpAtOnce: a host directory replaced since staging
+// stays replaced: no retry, one line.
+func TestCopyBackGivesUpAtOnce(t *testing.T) {
+	e := newEnv(t)
+	s := e.aged("allowed/sess/s.jsonl", "s\n")
+	p := e.prepare("pi", "--session", s)
+	e.sandboxWrite(p.Argv()[2], "s\nS\n")
+	sess := filepath.Dir(s)
+	must(t, os.Rename(sess, sess+".gone"))
+	must(t, os.Mkdir(sess, 0o755))
+	if err := p.Finish(); !errors.Is(err, hostfs.ErrReplaced) {
+		t.Fatalf("Finish = %v, want ErrReplaced", err)
+	}
+	if !strings.Contains(e.warnings.String(), "giving up") || exists(manifestPath(e.state, testRun)) {
+		t.Errorf("not given up at once: %q", e.warnings.String())
 	}
 }
 

@@ -46,7 +46,7 @@ func finishRun(stateDir string, m *manifest, warn io.Writer) error {
 	err := m.cred().Do(func() error { return copyBackRun(m, warn) })
 	if err != nil {
 		m.Attempts++
-		if m.Attempts < maxAttempts {
+		if m.Attempts < maxAttempts && !permanent(err) {
 			if werr := writeManifest(stateDir, m); werr == nil {
 				fmt.Fprintf(warn, "sbx: keeping %s for a later retry (attempt %d of %d; the next sbx run retries)\n",
 					filepath.Join(m.SandboxHome, StagingDir, m.RunID), m.Attempts, maxAttempts)
@@ -65,10 +65,20 @@ func finishRun(stateDir string, m *manifest, warn io.Writer) error {
 	return err
 }
 
+// permanent tells a failure no retry can mend: a directory replaced since
+// staging (or by a symlink) stays replaced.
+func permanent(err error) bool {
+	return errors.Is(err, hostfs.ErrReplaced) || errors.Is(err, syscall.ELOOP)
+}
+
 // copyBackRun is finishRun's part on files the sandbox could change: it
 // runs with the user's identity and never follows a symlink.
 func copyBackRun(m *manifest, warn io.Writer) error {
 	home, err := hostfs.OpenDir(m.SandboxHome, &m.HomeID)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(warn, "sbx: the sandbox home of run %s, %s, is gone; nothing to copy back\n", m.RunID, m.SandboxHome)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("open sandbox home: %w", err)
 	}

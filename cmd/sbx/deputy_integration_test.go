@@ -92,8 +92,8 @@ func TestDeputySessionDirSwappedForSymlink(t *testing.T) {
 			dst := target(t)
 			attack := "mv sess sess.moved && ln -s " + dst + " sess"
 			r := b.runOpts(opts{env: m.env}, "-w", "--env", "ATTACK="+attack, "--", "./pi", "--session", "sess/s.jsonl")
-			if r.code != 0 {
-				t.Fatalf("run\n%v", r)
+			if r.code != 125 {
+				t.Errorf("want 125 (the program succeeded, its session did not come back)\n%v", r)
 			}
 			mustBeEmpty(t, dst)
 			if got := readFile(t, filepath.Join(b.ws, "sess.moved", "s.jsonl")); got != "host\n" {
@@ -261,4 +261,23 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestDeputyCopyBackFailureIsVisible: a copy-back that cannot be done
+// makes sbx exit 125 when the program itself succeeded, and says why;
+// the program's own failure status is kept as it is.
+func TestDeputyCopyBackFailureIsVisible(t *testing.T) {
+	m := deputyModes(t)[0]
+	b := deputyBox(t, m)
+	// The session directory is swapped for another directory: refused.
+	attack := "mv sess sess.moved && mkdir sess"
+	r := b.runOpts(opts{env: m.env}, "-w", "--env", "ATTACK="+attack, "--", "./pi", "--session", "sess/s.jsonl")
+	if r.code != 125 || !strings.Contains(r.stderr, "sbx: copying staged files back") {
+		t.Errorf("want 125 and the reason\n%v", r)
+	}
+	b2 := deputyBox(t, m)
+	r = b2.runOpts(opts{env: m.env}, "-w", "--env", "ATTACK="+attack+"; exit 3", "--", "./pi", "--session", "sess/s.jsonl")
+	if r.code != 3 {
+		t.Errorf("the program's own status is lost\n%v", r)
+	}
 }

@@ -37,7 +37,8 @@ Result (JSON Schema: gate/result.schema.json):
   {"status": "exited"|"timed_out"|"failed"|"rejected"|"cancelled",
    "exitCode": 0 (null unless exited), "output": "...", "truncated": false,
    "violations": [...], "violationsDropped": 0 (only when some were
-   dropped past 256), "durationMs": 12, "error": "...", "cleanupError": "..."}
+   dropped past 256), "durationMs": 12, "error": "...", "cleanupError": "...",
+   "copyBackError": "..." (staged files that could not be copied back)}
 
 Fixed limits: 512 MiB memory, 1 CPU, 256 processes, no network, throwaway
 home, workspace read-only unless write+confirmWrite. Output is stdout then

@@ -83,7 +83,8 @@ Flags:
 
 Exit status: the program's own; 128+N if it died of signal N; 124 on timeout;
 126 if CMD is not executable; 127 if it is not found; 125 if sbx itself failed
-(the program did not run).
+(the program did not run), or if the program exited 0 but staged session files
+could not all be copied back (they stay in the sandbox home; later runs retry).
 Signals sent to sbx (INT, TERM, HUP, QUIT, USR1, USR2, WINCH) are forwarded;
 if sbx dies, every process of the sandbox dies with it.
 `
@@ -216,6 +217,9 @@ func cmdRun(args []string, s streams) int {
 		fmt.Fprintf(s.err, "sbx: timed out after %v: killed the sandbox\n", o.Timeout)
 	case res.OOM:
 		fmt.Fprintf(s.err, "sbx: out of memory: the program was killed at its %s limit (raise it with --memory)\n", memory)
+	}
+	if res.CopyBackErr != nil && res.ExitCode == 0 {
+		return exitSbxError // the program succeeded, but its work did not all come back
 	}
 	return res.ExitCode
 }
