@@ -14,6 +14,7 @@ import (
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // ExitTimeout is the status of a run whose timeout expired, as timeout(1).
@@ -93,6 +94,9 @@ type Options struct {
 	ws, home string
 	ro, rw   []string
 	cred     hostfs.Cred // the invoking user's, for host file operations
+	// forOwner: root without sudo runs the program as the workspace's
+	// owner (see workspaceOwner).
+	forOwner bool
 
 	who      invoker          // filled by resolvePaths
 	tiers    tiers            // filled by spec
@@ -126,6 +130,10 @@ func (o *Options) resolvePaths() error {
 	if o.ws, err = resolvePath("workspace", o.Workspace, cwd, false); err != nil {
 		return err
 	}
+	if owner, ok := o.workspaceOwner(); ok {
+		o.who, o.forOwner = owner, true
+		o.cred = hostfs.LookupCred(owner.uid, owner.gid)
+	}
 	paths = append(paths, hostPath{field: "workspace", path: o.ws, writable: o.Write})
 	o.ro, o.rw = nil, nil
 	for _, p := range o.ReadOnly {
@@ -150,7 +158,7 @@ func (o *Options) resolvePaths() error {
 		}
 		paths = append(paths, hostPath{field: "--home", path: o.home, writable: true})
 	}
-	pol, err := newHostPolicy(o.StateDir, who.home)
+	pol, err := newHostPolicy(o.StateDir, o.who.home)
 	if err != nil {
 		return err
 	}
@@ -160,6 +168,35 @@ func (o *Options) resolvePaths() error {
 		}
 	}
 	return nil
+}
+
+// workspaceOwner returns the user a run started by root without sudo runs
+// as: the owner of the workspace, when that is an ordinary user with a
+// passwd entry and a home of their own. Root does not hand a program uid 0
+// where a user's project is concerned (its files, its home, its sbx home
+// are the user's, and so are the rights of staging and copy-back).
+func (o *Options) workspaceOwner() (invoker, bool) {
+	if os.Geteuid() != 0 {
+		return invoker{}, false
+	}
+	if _, sudo := o.hostLookup("SUDO_UID"); sudo {
+		return invoker{}, false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(o.ws, &st); err != nil || st.Uid == 0 {
+		return invoker{}, false
+	}
+	u, err := user.LookupId(strconv.Itoa(int(st.Uid)))
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		return invoker{}, false
+	}
+	var hst unix.Stat_t
+	if err := unix.Stat(u.HomeDir, &hst); err != nil || hst.Uid != st.Uid {
+		return invoker{}, false // no home of their own for the sbx home
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return invoker{uid: uid, gid: gid, name: u.Username, home: u.HomeDir}, true
 }
 
 // invoker is the user a run is for: under sudo, the user who ran sudo.

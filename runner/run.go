@@ -428,6 +428,9 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if o.limitsNote != nil {
 		writeLimitsNote(o.Log, o.limitsNote)
 	}
+	if o.forOwner {
+		fmt.Fprintf(o.Log, "sbx: running the program as %s (uid %d), the owner of the workspace, not as root\n", who.name, who.uid)
+	}
 	return spec, cleanup, nil
 }
 
@@ -479,7 +482,7 @@ func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
 // sudo always the user's ~/.local/share: root's environment is not theirs).
 func (o *Options) dataHome(who invoker) string {
 	base, ok := o.hostLookup("XDG_DATA_HOME")
-	if _, sudo := o.hostLookup("SUDO_UID"); !ok || !filepath.IsAbs(base) || sudo {
+	if _, sudo := o.hostLookup("SUDO_UID"); !ok || !filepath.IsAbs(base) || sudo || o.forOwner {
 		base = filepath.Join(who.home, ".local", "share")
 	}
 	return base

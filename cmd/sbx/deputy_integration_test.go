@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -279,5 +280,45 @@ func TestDeputyCopyBackFailureIsVisible(t *testing.T) {
 	r = b2.runOpts(opts{env: m.env}, "-w", "--env", "ATTACK="+attack+"; exit 3", "--", "./pi", "--session", "sess/s.jsonl")
 	if r.code != 3 {
 		t.Errorf("the program's own status is lost\n%v", r)
+	}
+}
+
+// TestDeputyRootRunsAsWorkspaceOwner: root without sudo does not hand the
+// program uid 0 in a user's project: it runs as the workspace's owner,
+// whose files it creates, and says so. The control: in a root-owned
+// workspace the run is root's, as before.
+func TestDeputyRootRunsAsWorkspaceOwner(t *testing.T) {
+	if rootless() {
+		t.Skip("root's behaviour")
+	}
+	u, err := ensureTestUser("sbx-rootless-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBox(t)
+	if err := os.Chown(b.ws, u.uid, u.gid); err != nil {
+		t.Fatal(err)
+	}
+	r := b.run("-w", "--", "sh", "-c", "id -u; touch made")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != fmt.Sprint(u.uid) {
+		t.Fatalf("want uid %d\n%v", u.uid, r)
+	}
+	if !strings.Contains(r.stderr, "the owner of the workspace, not as root") {
+		t.Errorf("not said\n%v", r)
+	}
+	fi, err := os.Stat(filepath.Join(b.ws, "made"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != u.uid {
+		t.Errorf("the program's file is owned by %d, want %d", st.Uid, u.uid)
+	}
+	home := filepath.Join(u.home, ".local", "share", "sbx", "homes")
+	if _, err := os.Stat(home); err != nil {
+		t.Errorf("the sbx home is not the owner's: %v", err)
+	}
+	root := newSerialBox(t)
+	if r := root.run("--", "id", "-u"); r.code != 0 || strings.TrimSpace(r.stdout) != "0" {
+		t.Errorf("control: a root-owned workspace\n%v", r)
 	}
 }
