@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/hostfs"
@@ -158,6 +159,9 @@ func (o *Options) resolvePaths() error {
 		}
 		paths = append(paths, hostPath{field: "--home", path: o.home, writable: true})
 	}
+	if err := checkUTF8(o.Args, o.Cwd, paths); err != nil {
+		return err
+	}
 	pol, err := newHostPolicy(o.StateDir, o.who.home)
 	if err != nil {
 		return err
@@ -165,6 +169,30 @@ func (o *Options) resolvePaths() error {
 	for _, hp := range paths {
 		if err := pol.check(hp); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkUTF8 refuses bytes that are not UTF-8 in the argv, the working
+// directory and the host paths: libcontainer hands them to the sandbox as
+// JSON, which would turn them into U+FFFD, so the program would get other
+// names than the user gave (and copy-back would write under them).
+func checkUTF8(args []string, cwd string, paths []hostPath) error {
+	bad := func(what string) error {
+		return fmt.Errorf("%s is not valid UTF-8: sbx cannot pass such bytes into the sandbox unchanged (rename it, or pass the name another way)", what)
+	}
+	for i, a := range args {
+		if !utf8.ValidString(a) {
+			return bad(fmt.Sprintf("argument %d (%q)", i, a))
+		}
+	}
+	if !utf8.ValidString(cwd) {
+		return bad(fmt.Sprintf("the working directory %q", cwd))
+	}
+	for _, p := range paths {
+		if !utf8.ValidString(p.path) {
+			return bad(fmt.Sprintf("%s %q", p.field, p.path))
 		}
 	}
 	return nil

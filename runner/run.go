@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
 
@@ -357,6 +358,12 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	env, err := cleanEnv(o, who, homeInside)
 	if err != nil {
 		return nil, nop, err
+	}
+	for _, kv := range env {
+		if !utf8.ValidString(kv) {
+			name, _, _ := strings.Cut(kv, "=")
+			return nil, nop, fmt.Errorf("environment variable %s is not valid UTF-8: sbx cannot pass it into the sandbox unchanged", name)
+		}
 	}
 	// Every check that can refuse the run comes before the first thing
 	// written to disk (the home).

@@ -51,8 +51,10 @@ func deputyBox(t *testing.T, m deputyMode) *box {
 	writeFile(t, filepath.Join(b.ws, "pi"), "#!/bin/sh\necho PLANTED >> \"$2\"\neval \"$ATTACK\"\n", 0o755)
 	mkdir(t, filepath.Join(b.ws, "sess"))
 	writeFile(t, filepath.Join(b.ws, "sess", "s.jsonl"), "host\n", 0o644)
+	made := []string{filepath.Join(b.ws, "pi"), filepath.Join(b.ws, "sess"), filepath.Join(b.ws, "sess", "s.jsonl")}
+	chownToUser(t, made...) // the user's project, in the as-user mode
 	if m.uid >= 0 {
-		for _, p := range []string{b.ws, filepath.Join(b.ws, "pi"), filepath.Join(b.ws, "sess"), filepath.Join(b.ws, "sess", "s.jsonl")} {
+		for _, p := range append(made, b.ws) {
 			if err := os.Chown(p, m.uid, m.uid); err != nil {
 				t.Fatal(err)
 			}
@@ -320,5 +322,29 @@ func TestDeputyRootRunsAsWorkspaceOwner(t *testing.T) {
 	root := newSerialBox(t)
 	if r := root.run("--", "id", "-u"); r.code != 0 || strings.TrimSpace(r.stdout) != "0" {
 		t.Errorf("control: a root-owned workspace\n%v", r)
+	}
+}
+
+// TestDeputyNotUTF8: bytes that are not UTF-8 in an argument or a path are
+// refused (125), never turned into other names; the control passes the
+// same name in UTF-8.
+func TestDeputyNotUTF8(t *testing.T) {
+	b := newBox(t)
+	bad := filepath.Join(b.ws, "s\xff.jsonl")
+	writeFile(t, bad, "x\n", 0o644)
+	r := b.run("--", "cat", bad)
+	if r.code != 125 || !strings.Contains(r.stderr, "not valid UTF-8") {
+		t.Errorf("argument\n%v", r)
+	}
+	dir := filepath.Join(b.ws, "d\xfe")
+	mkdir(t, dir)
+	r = b.run("--workspace", dir, "--", "true")
+	if r.code != 125 || !strings.Contains(r.stderr, "not valid UTF-8") {
+		t.Errorf("workspace\n%v", r)
+	}
+	good := filepath.Join(b.ws, "s\u00ff.jsonl")
+	writeFile(t, good, "x\n", 0o644)
+	if r := b.run("--", "cat", good); r.code != 0 || r.stdout != "x\n" {
+		t.Errorf("control\n%v", r)
 	}
 }

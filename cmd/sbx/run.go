@@ -141,11 +141,15 @@ func cmdRun(args []string, s streams) int {
 	if err != nil {
 		return fail(s, fmt.Errorf("run: --memory %q: %v", memory, err))
 	}
-	if cpus <= 0 || math.IsNaN(cpus) || math.IsInf(cpus, 0) || cpus > 1024 {
-		return fail(s, fmt.Errorf("run: --cpus %v: want a number of cores > 0", cpus))
+	// The ranges the kernel and sbx's own processes accept: CFS bandwidth
+	// needs a quota of at least 1 ms per 100 ms period; the shim (a Go
+	// program, PID 1) and libcontainer's init need a dozen tasks before
+	// the program has one.
+	if cpus < minCPUs || math.IsNaN(cpus) || math.IsInf(cpus, 0) || cpus > 1024 {
+		return fail(s, fmt.Errorf("run: --cpus %v: want a number of cores from %v to 1024", cpus, minCPUs))
 	}
-	if pids <= 0 {
-		return fail(s, fmt.Errorf("run: --pids %d: want a count > 0", pids))
+	if pids < minPids || pids > maxPids {
+		return fail(s, fmt.Errorf("run: --pids %d: want a count from %d to %d", pids, minPids, maxPids))
 	}
 	if o.Timeout < 0 {
 		return fail(s, fmt.Errorf("run: --timeout %v: want a duration > 0", o.Timeout))
@@ -223,6 +227,13 @@ func cmdRun(args []string, s streams) int {
 	}
 	return res.ExitCode
 }
+
+// Limits sbx accepts (see the checks in cmdRun).
+const (
+	minCPUs = 0.01
+	minPids = 16
+	maxPids = 4194304 // the kernel's PID_MAX_LIMIT
+)
 
 // parseSize parses a byte count with an optional binary suffix (k, m, g, t;
 // "b" and "i"/"ib" tolerated: 512m, 512M, 512MiB).
