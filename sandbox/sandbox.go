@@ -160,7 +160,7 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 	} else {
 		p.Stdin, p.Stdout, p.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	}
-	if err := c.Start(p); err != nil {
+	if err := onStartThread(func() error { return c.Start(p) }); err != nil {
 		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
 	s.p = p
