@@ -70,6 +70,16 @@ const DefaultStateDir = "/run/sbx"
 // sandbox. Teardown always completes before Run returns.
 func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	start := time.Now()
+	// Signals are caught from the start to the end of Run (stopped by the
+	// first defer, so after copy-back and teardown): one that arrives
+	// before the program starts refuses the run cleanly (128+N, see
+	// pendingSignal); one after is the program's. sbx is never killed
+	// half-way through setup or copy-back.
+	sigs := make(chan os.Signal, 16)
+	if o.ForwardSignals {
+		signal.Notify(sigs, forwarded...)
+		defer signal.Stop(sigs)
+	}
 	if err := o.fill(); err != nil {
 		return res, err
 	}
@@ -130,14 +140,6 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		spec.Args = plan.Argv()
 	}
 
-	// Signals are caught from here on, so that a Ctrl-C during setup still
-	// tears down what was built.
-	sigs := make(chan os.Signal, 16)
-	if o.ForwardSignals {
-		signal.Notify(sigs, forwarded...)
-		defer signal.Stop(sigs)
-	}
-
 	rep := newReporter(o.Log, o.Violations)
 	if o.reporter != nil {
 		rep = o.reporter
@@ -180,6 +182,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	}
 	if o.rootOnly != nil {
 		spec.Masked = append(spec.Masked, <-o.rootOnly...)
+	}
+	if sig := pendingSignal(sigs); sig != 0 {
+		return o.refusedBy(res, sig), nil
 	}
 	sb, err := sandbox.Create(spec, dirs, sandbox.Stdio{Stdin: stdinOrNil(o.Stdin), Stdout: o.Stdout, Stderr: o.Stderr})
 	if err != nil {
@@ -228,6 +233,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		copied = term.attach(sb.Console(), o.Stdout)
 	}
 	readyTracer()
+	if sig := pendingSignal(sigs); sig != 0 {
+		return o.refusedBy(res, sig), nil // the deferred Destroy ends the shim
+	}
 	if err := sb.Exec(); err != nil {
 		return res, err
 	}
@@ -241,6 +249,11 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		}
 		waited <- code
 	}()
+	var (
+		shimReady bool             // the shim has started the program
+		held      []os.Signal      // signals waiting for that
+		poll      <-chan time.Time // while some are held
+	)
 	var timeout <-chan time.Time
 	if o.Timeout > 0 {
 		t := time.NewTimer(o.Timeout)
@@ -271,7 +284,28 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 				term.resize()
 				continue
 			}
+			if !shimReady && !hasChild(sb.Pid()) {
+				// The shim (a Go program) has not got its signal handler
+				// yet: a signal now would make its runtime exit 2, or be
+				// ignored by PID 1. Hold it until the program runs.
+				held = append(held, s)
+				if poll == nil {
+					t := time.NewTicker(2 * time.Millisecond)
+					defer t.Stop()
+					poll = t.C
+				}
+				continue
+			}
+			shimReady = true
 			_ = sb.Signal(s)
+		case <-poll:
+			if hasChild(sb.Pid()) {
+				shimReady, poll = true, nil
+				for _, s := range held {
+					_ = sb.Signal(s)
+				}
+				held = nil
+			}
 		case <-timeout:
 			res.TimedOut = true
 			_ = sb.Kill()
@@ -281,6 +315,49 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			ctx = context.Background() // fire once
 		}
 	}
+}
+
+// hasChild reports whether the process pid (the shim, whose main thread
+// starts the program after it has installed its signal handling) has a
+// child yet. Without /proc/PID/task/PID/children (CONFIG_PROC_CHILDREN) it
+// answers true: signals are then forwarded at once, as before.
+func hasChild(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist) || !procChildren()
+	}
+	return len(strings.TrimSpace(string(data))) > 0
+}
+
+// procChildren reports whether this kernel has /proc/PID/task/TID/children.
+func procChildren() bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/self/task/%d/children", os.Getpid()))
+	return err == nil
+}
+
+// pendingSignal returns a signal received and not yet handled (SIGWINCH
+// aside), or 0.
+func pendingSignal(sigs chan os.Signal) unix.Signal {
+	for {
+		select {
+		case s := <-sigs:
+			if s != unix.SIGWINCH {
+				return s.(unix.Signal)
+			}
+		default:
+			return 0
+		}
+	}
+}
+
+// refusedBy is the result of a run that a signal stopped before the
+// program started: nothing ran, status 128+N as if the program had died of
+// it.
+func (o *Options) refusedBy(res Result, sig unix.Signal) Result {
+	fmt.Fprintf(o.Log, "sbx: %s before the program started: nothing was run\n", unix.SignalName(sig))
+	res.ExitCode = 128 + int(sig)
+	res.Cancelled = true
+	return res
 }
 
 // stdinOrNil keeps a nil *os.File from becoming a non-nil io.Reader.
