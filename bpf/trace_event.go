@@ -42,6 +42,31 @@ type traceSyscall struct {
 	op    string
 	class traceClass
 	sys   traceSbxTraceSys
+	// mode is the argument (1-based) holding a file mode in which seccomp
+	// refuses the setuid and setgid bits (sandbox/seccomp.go), 0 for none:
+	// an EPERM with either bit set (and, for an open, O_CREAT or
+	// O_TMPFILE in its flags) is seccomp's.
+	mode uint8
+}
+
+// File mode bits and open flags the seccomp filter looks at.
+const (
+	setIDBits   = unix.S_ISUID | unix.S_ISGID
+	openCreates = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
+)
+
+// setIDRefused reports whether e is seccomp's refusal of a set-id mode.
+func (t traceSyscall) setIDRefused(e Event) bool {
+	if t.mode == 0 || e.Errno != unix.EPERM || e.Syscall == nil {
+		return false
+	}
+	if e.Syscall.Args[(t.mode-1)%6]&setIDBits == 0 {
+		return false
+	}
+	if t.op == "open" && t.name != "creat" {
+		return t.sys.Flags != 0 && e.Syscall.Args[(t.sys.Flags-1)%6]&openCreates != 0
+	}
+	return true
 }
 
 // Tiers the tracer attributes denials to (the "tier" of violation records).
@@ -143,6 +168,8 @@ func traceTier(t traceSyscall, e Event) string {
 	switch {
 	case e.Errno == unix.EROFS:
 		return TierMount
+	case t.setIDRefused(e):
+		return TierSeccomp
 	case t.class == classSeccomp:
 		return TierSeccomp
 	case t.class == classSocket && t.name == "socket" && e.Errno == unix.EPERM:
@@ -200,6 +227,12 @@ func (e Event) traceTarget() string {
 		return name(familyNames, e.Family, "AF_")
 	case e.Syscall.Path2 != "":
 		return e.Path + " -> " + e.Syscall.Path2
+	case t.setIDRefused(e):
+		p := e.Path
+		if t.sys.Path == 0 { // fchmod
+			p = fmt.Sprintf("fd %d", int32(e.Syscall.Args[0]))
+		}
+		return fmt.Sprintf("%s mode %#o", p, e.Syscall.Args[(t.mode-1)%6]&0o7777)
 	}
 	return e.Path
 }
