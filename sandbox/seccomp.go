@@ -40,11 +40,11 @@ import (
 //   - openat2(2) keeps its flags and mode in a struct open_how, so it fails
 //     with ENOSYS like clone3, and callers fall back to openat(2), whose
 //     flags and mode are in registers and are checked for set-id bits
-//     (see setIDRules). glibc (2.36 here) and Go (1.26) never call it
-//     themselves; the programs that do (systemd's chase, libpathrs, runc's
-//     securejoin, Go's x/sys users) treat ENOSYS as a kernel older than 5.6
-//     and use openat. sbx's own code in the sandbox (the shim, the exec
-//     step) does not use it after the filter is loaded.
+//     (see setIDRules). glibc 2.36 has no call to it (no wrapper, no
+//     syscall 437 in libc.so.6), nor has Go 1.26's standard library; runc's
+//     filepath-securejoin (v0.7.0) probes it and uses openat after any
+//     error. sbx's own code in the sandbox (the shim, the exec step) does
+//     not use it after the filter is loaded.
 //   - open_tree_attr(2) (Linux 6.15) is newer than the libseccomp 2.5.4 this
 //     is built with and cannot be named; like open_tree it needs
 //     CAP_SYS_ADMIN to clone a mount tree, which the sandbox never has.
@@ -289,7 +289,8 @@ var openArgs = []struct {
 // new entries inherit the group (seccomp cannot tell a directory from a
 // file; mkdir(2) itself drops both bits, so only an explicit chmod g+s of a
 // directory is refused). chown(2) of a set-id file by its owner needs no
-// rule: the kernel clears both bits.
+// rule: the kernel clears the bits when an unprivileged caller changes the
+// owner.
 func setIDRules() []*configs.Syscall {
 	var calls []*configs.Syscall
 	for _, c := range modeArgs {
