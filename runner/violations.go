@@ -2,14 +2,17 @@ package runner
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
@@ -378,18 +381,38 @@ func (r *reporter) pump(er *bpf.EventReader, tier string, done chan<- struct{}) 
 	}()
 	canaries := bpf.CanaryEvents
 	budget := newPumpBudget(time.Now)
+	bad := 0
 	for {
 		budget.wait()
 		e, err := er.Read()
 		if err != nil {
-			return
+			// A record this build cannot decode (another sbx build's
+			// tracer, attached at the same time, knows other syscalls)
+			// is skipped; the reader's own errors end the pump, and so
+			// does a run of failures that never yields an event.
+			if readerDone(err) || bad >= maxBadEvents {
+				return
+			}
+			bad++
+			continue
 		}
+		bad = 0
 		if canaries > 0 && e.IsCanary() {
 			canaries--
 			continue
 		}
 		r.addEvent(e, tier)
 	}
+}
+
+// maxBadEvents is how many undecodable records in a row the pump skips
+// before it gives up on the reader.
+const maxBadEvents = 1000
+
+// readerDone reports whether err ends an event reader: closed, past its
+// deadline, or flushed (see drain).
+func readerDone(err error) bool {
+	return errors.Is(err, os.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed)
 }
 
 // pumpBudget paces the pump: at most eventsPerSecond events a second, in

@@ -3,10 +3,14 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/sbx-sandbox/sbx/gate"
 )
@@ -194,5 +198,25 @@ func TestPumpBudget(t *testing.T) {
 	b.wait()
 	if len(slept) != 1 {
 		t.Errorf("slept %v after a quiet spell, want no more sleeps", slept)
+	}
+}
+
+// TestReaderDone: the pump ends on the reader's own ends (closed, past the
+// deadline, flushed: wrapped as the ring reader wraps them) and skips a
+// record it cannot decode.
+func TestReaderDone(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		done bool
+	}{
+		{fmt.Errorf("ringbuffer: %w", os.ErrClosed), true},
+		{os.ErrDeadlineExceeded, true},
+		{fmt.Errorf("read: %w", ringbuf.ErrFlushed), true},
+		{errors.New("decode trace event: syscall 90 is not traced"), false},
+		{errors.New("decode event: 12 bytes, want 320"), false},
+	} {
+		if got := readerDone(tc.err); got != tc.done {
+			t.Errorf("readerDone(%v) = %v, want %v", tc.err, got, tc.done)
+		}
 	}
 }
