@@ -7,7 +7,6 @@ import (
 	"path"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -91,12 +90,6 @@ type Syscall struct {
 // traceEventSize is the size of struct sbx_trace_event.
 var traceEventSize = binary.Size(traceSbxTraceEvent{})
 
-// traceEventFlat: the generated struct (structs.HostLayout, explicit
-// padding) has no byte that binary.Decode would skip, so a record can be
-// copied into it as it is. binary.Decode reflects over each element of
-// its four path arrays: 12.8 us a record, the bulk of a flood's cost.
-var traceEventFlat = uintptr(traceEventSize) == unsafe.Sizeof(traceSbxTraceEvent{})
-
 // DecodeTraceEvent decodes one record of the tracer (struct
 // sbx_trace_event, in host byte order). Trailing bytes are ignored.
 func DecodeTraceEvent(raw []byte) (Event, error) {
@@ -104,9 +97,7 @@ func DecodeTraceEvent(raw []byte) (Event, error) {
 	if len(raw) < traceEventSize {
 		return Event{}, fmt.Errorf("decode trace event: %d bytes, want %d", len(raw), traceEventSize)
 	}
-	if traceEventFlat {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&r)), traceEventSize), raw)
-	} else if _, err := binary.Decode(raw[:traceEventSize], binary.NativeEndian, &r); err != nil {
+	if err := decodeHost(raw, &r, traceEventSize); err != nil {
 		return Event{}, fmt.Errorf("decode trace event: %w", err)
 	}
 	if Op(r.Ev.Op) != OpSyscall {
