@@ -43,8 +43,9 @@ import (
 //     (see setIDRules). glibc 2.36 has no call to it (no wrapper, no
 //     syscall 437 in libc.so.6), nor has Go 1.26's standard library; runc's
 //     filepath-securejoin (v0.7.0) probes it and uses openat after any
-//     error. sbx's own code in the sandbox (the shim, the exec step) does
-//     not use it after the filter is loaded.
+//     error. After loading the filter, libcontainer's init reopens its exec
+//     FIFO through securejoin (so every run takes that fallback); sbx's
+//     own shim and exec step do not call openat2.
 //   - open_tree_attr(2) (Linux 6.15) is newer than the libseccomp 2.5.4 this
 //     is built with and cannot be named; like open_tree it needs
 //     CAP_SYS_ADMIN to clone a mount tree, which the sandbox never has.
