@@ -44,8 +44,9 @@ import (
 //     syscall 437 in libc.so.6), nor has Go 1.26's standard library; runc's
 //     filepath-securejoin (v0.7.0) probes it and uses openat after any
 //     error. After loading the filter, libcontainer's init reopens its exec
-//     FIFO through securejoin (so every run takes that fallback); sbx's
-//     own shim and exec step do not call openat2.
+//     FIFO through securejoin (by its code, every run then takes that
+//     fallback; runs work); sbx's own shim and exec step do not call
+//     openat2.
 //   - open_tree_attr(2) (Linux 6.15) is newer than the libseccomp 2.5.4 this
 //     is built with and cannot be named; like open_tree it needs
 //     CAP_SYS_ADMIN to clone a mount tree, which the sandbox never has.
