@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -36,10 +38,16 @@ type Trace struct {
 	loaded  bool
 }
 
-// traceVersion names this build's pin directory (see netVersion).
+// traceVersion names this build's pin directory (see netVersion): the
+// program and the syscall table it is loaded with, so that a build that
+// only changes the table does not reuse a pinned program with the old one.
 var traceVersion = sync.OnceValue(func() string {
-	sum := sha256.Sum256(_TraceBytes)
-	return hex.EncodeToString(sum[:8])
+	h := sha256.New()
+	h.Write(_TraceBytes)
+	for _, nr := range slices.Sorted(maps.Keys(traceSyscalls)) {
+		fmt.Fprintf(h, "%d %+v\n", nr, traceSyscalls[nr].sys)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 })
 
 // OpenTrace returns the tracer for the run cgroups under parentCgroup (a

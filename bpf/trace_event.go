@@ -41,6 +41,31 @@ type traceSyscall struct {
 	op    string
 	class traceClass
 	sys   traceSbxTraceSys
+	// mode is the argument (1-based) holding a file mode in which seccomp
+	// refuses the setuid and setgid bits (sandbox/seccomp.go), 0 for none:
+	// an EPERM with either bit set (and, for an open, O_CREAT or
+	// O_TMPFILE in its flags) is seccomp's.
+	mode uint8
+}
+
+// File mode bits and open flags the seccomp filter looks at.
+const (
+	setIDBits   = unix.S_ISUID | unix.S_ISGID
+	openCreates = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
+)
+
+// setIDRefused reports whether e is seccomp's refusal of a set-id mode.
+func (t traceSyscall) setIDRefused(e Event) bool {
+	if t.mode == 0 || e.Errno != unix.EPERM || e.Syscall == nil {
+		return false
+	}
+	if e.Syscall.Args[(t.mode-1)%6]&setIDBits == 0 {
+		return false
+	}
+	if t.op == "open" && t.name != "creat" {
+		return t.sys.Flags != 0 && e.Syscall.Args[(t.sys.Flags-1)%6]&openCreates != 0
+	}
+	return true
 }
 
 // Tiers the tracer attributes denials to (the "tier" of violation records).
@@ -72,7 +97,7 @@ func DecodeTraceEvent(raw []byte) (Event, error) {
 	if len(raw) < traceEventSize {
 		return Event{}, fmt.Errorf("decode trace event: %d bytes, want %d", len(raw), traceEventSize)
 	}
-	if _, err := binary.Decode(raw[:traceEventSize], binary.NativeEndian, &r); err != nil {
+	if err := decodeHost(raw, &r, traceEventSize); err != nil {
 		return Event{}, fmt.Errorf("decode trace event: %w", err)
 	}
 	if Op(r.Ev.Op) != OpSyscall {
@@ -134,6 +159,8 @@ func traceTier(t traceSyscall, e Event) string {
 	switch {
 	case e.Errno == unix.EROFS:
 		return TierMount
+	case t.setIDRefused(e):
+		return TierSeccomp
 	case t.class == classSeccomp:
 		return TierSeccomp
 	case t.class == classSocket && t.name == "socket" && e.Errno == unix.EPERM:
@@ -191,6 +218,12 @@ func (e Event) traceTarget() string {
 		return name(familyNames, e.Family, "AF_")
 	case e.Syscall.Path2 != "":
 		return e.Path + " -> " + e.Syscall.Path2
+	case t.setIDRefused(e):
+		p := e.Path
+		if t.sys.Path == 0 { // fchmod
+			p = fmt.Sprintf("fd %d", int32(e.Syscall.Args[0]))
+		}
+		return fmt.Sprintf("%s mode %#o", p, e.Syscall.Args[(t.mode-1)%6]&0o7777)
 	}
 	return e.Path
 }

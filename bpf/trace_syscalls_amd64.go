@@ -20,10 +20,11 @@ const (
 // the two agree). Argument indexes are 1-based.
 var traceSyscalls = map[uint32]traceSyscall{
 	// Opens. Flags are shown for the write hint (O_WRONLY, O_RDWR, O_CREAT).
-	unix.SYS_OPEN:    {name: "open", op: "open", class: classFile, sys: traceSys(fsErrs, tkPlain, 1, 0, 0, 0, 2, 0)},
-	unix.SYS_OPENAT:  {name: "openat", op: "open", class: classFile, sys: traceSys(fsErrs, tkPlain, 2, 1, 0, 0, 3, 0)},
+	// EPERM: seccomp's refusal of a set-id mode (mode: its argument).
+	unix.SYS_OPEN:    {name: "open", op: "open", class: classFile, sys: traceSys(fsErrs|bitEPERM, tkPlain, 1, 0, 0, 0, 2, 0), mode: 3},
+	unix.SYS_OPENAT:  {name: "openat", op: "open", class: classFile, sys: traceSys(fsErrs|bitEPERM, tkPlain, 2, 1, 0, 0, 3, 0), mode: 4},
 	unix.SYS_OPENAT2: {name: "openat2", op: "open", class: classFile, sys: traceSys(fsErrs, tkOpenHow, 2, 1, 0, 0, 3, 0)},
-	unix.SYS_CREAT:   {name: "creat", op: "open", class: classFile, sys: traceSys(fsErrs, tkPlain, 1, 0, 0, 0, 0, 0)},
+	unix.SYS_CREAT:   {name: "creat", op: "open", class: classFile, sys: traceSys(fsErrs|bitEPERM, tkPlain, 1, 0, 0, 0, 0, 0), mode: 2},
 	unix.SYS_EXECVE:  {name: "execve", op: "exec", class: classFile, sys: traceSys(fsErrs, tkPlain, 1, 0, 0, 0, 0, 0)},
 	unix.SYS_EXECVEAT: {name: "execveat", op: "exec", class: classFile,
 		sys: traceSys(fsErrs, tkPlain, 2, 1, 0, 0, 5, 0)},
@@ -34,8 +35,14 @@ var traceSyscalls = map[uint32]traceSyscall{
 	unix.SYS_RMDIR:    {name: "rmdir", op: "rmdir", class: classFile, sys: traceSys(fsErrs, tkPlain, 1, 0, 0, 0, 0, 0)},
 	unix.SYS_UNLINK:   {name: "unlink", op: "unlink", class: classFile, sys: traceSys(fsErrs, tkPlain, 1, 0, 0, 0, 0, 0)},
 	unix.SYS_UNLINKAT: {name: "unlinkat", op: "unlink", class: classFile, sys: traceSys(fsErrs, tkPlain, 2, 1, 0, 0, 3, 0)},
-	unix.SYS_MKNOD:    {name: "mknod", op: "mknod", class: classFile, sys: traceSys(fsErrs, tkPlain, 1, 0, 0, 0, 0, 0)},
-	unix.SYS_MKNODAT:  {name: "mknodat", op: "mknod", class: classFile, sys: traceSys(fsErrs, tkPlain, 2, 1, 0, 0, 0, 0)},
+	unix.SYS_MKNOD:    {name: "mknod", op: "mknod", class: classFile, sys: traceSys(fsErrs|bitEPERM, tkPlain, 1, 0, 0, 0, 0, 0), mode: 2},
+	unix.SYS_MKNODAT:  {name: "mknodat", op: "mknod", class: classFile, sys: traceSys(fsErrs|bitEPERM, tkPlain, 2, 1, 0, 0, 0, 0), mode: 3},
+	// Mode changes: seccomp refuses set-id modes (EPERM), a read-only
+	// mount any (EROFS). fchmod has no path; its fd is shown.
+	unix.SYS_CHMOD:     {name: "chmod", op: "chmod", class: classFile, sys: traceSys(bitEPERM|bitEROFS, tkPlain, 1, 0, 0, 0, 2, 0), mode: 2},
+	unix.SYS_FCHMOD:    {name: "fchmod", op: "chmod", class: classFile, sys: traceSys(bitEPERM|bitEROFS, tkPlain, 0, 0, 0, 0, 2, 0), mode: 2},
+	unix.SYS_FCHMODAT:  {name: "fchmodat", op: "chmod", class: classFile, sys: traceSys(bitEPERM|bitEROFS, tkPlain, 2, 1, 0, 0, 3, 0), mode: 3},
+	unix.SYS_FCHMODAT2: {name: "fchmodat2", op: "chmod", class: classFile, sys: traceSys(bitEPERM|bitEROFS, tkPlain, 2, 1, 0, 0, 3, 0), mode: 3},
 	// Two paths: the target is "PATH -> PATH2".
 	unix.SYS_LINK:      {name: "link", op: "link", class: classFile, sys: traceSys(fsErrs, tkPlain, 1, 0, 2, 0, 0, 0)},
 	unix.SYS_LINKAT:    {name: "linkat", op: "link", class: classFile, sys: traceSys(fsErrs, tkPlain, 2, 1, 4, 3, 5, 0)},

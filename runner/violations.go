@@ -2,11 +2,17 @@ package runner
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
@@ -17,6 +23,68 @@ import (
 // maxViolationLines bounds the "sbx: denied" lines printed per run; the
 // rest are counted and summarized at exit.
 const maxViolationLines = 20
+
+// What a flood of denials may cost sbx, which runs outside the sandbox's
+// limits: before these bounds, tens of thousands of distinct denials a
+// second grew sbx by hundreds of MB and wrote --violations at MB/s.
+const (
+	// maxDistinct bounds the distinct operations (op and target) told
+	// apart for the summary; past it, denials are counted by kind.
+	maxDistinct = 1000
+	// violationsPerSecond bounds the records written to --violations in
+	// each second; the rest are summed up in a "dropped" record.
+	violationsPerSecond = 1000
+	// eventsPerSecond bounds the denial events read and decoded each
+	// second. Past it the pump pauses: the run's event ring fills and the
+	// kernel counts what it cannot queue (reported as lost).
+	eventsPerSecond = 10000
+	// pumpWindow is the window of eventsPerSecond: short, so that a
+	// paused pump still drains within drain's second.
+	pumpWindow = 100 * time.Millisecond
+)
+
+// DroppedOp is the op of the --violations record that stands for records
+// left out (see droppedRecord).
+const DroppedOp = "dropped"
+
+// droppedRecord is the --violations line written in place of the denials
+// left out: past violationsPerSecond (at most one such line a second, and
+// one at the end of the run), or lost because the event ring was full.
+type droppedRecord struct {
+	Time time.Time `json:"time"`
+	Op   string    `json:"op"` // DroppedOp
+	// Count is how many denials this record stands for.
+	Count int `json:"count"`
+	// Since is when the first of them was seen.
+	Since time.Time `json:"since,omitzero"`
+	// Kinds counts them by "op/tier" (those that were read; lost ones
+	// have no kind).
+	Kinds map[string]int `json:"kinds,omitempty"`
+	// Lost is how many of Count the kernel dropped because the event ring
+	// was full (only in the record at the end of the run).
+	Lost uint64 `json:"lost,omitempty"`
+	// Reason says why they were left out.
+	Reason string `json:"reason"`
+}
+
+// dropCount collects denials left out of --violations.
+type dropCount struct {
+	n     int
+	since time.Time
+	kinds map[string]int
+}
+
+func (d *dropCount) add(v gate.Violation, now time.Time) {
+	if d.n == 0 {
+		d.since = now
+		d.kinds = map[string]int{}
+	}
+	d.n++
+	d.kinds[kind(v)]++ // bounded: ops times tiers
+}
+
+// kind is how denials past the bounds are told apart: "open/mount".
+func kind(v gate.Violation) string { return v.Op + "/" + v.Tier }
 
 // reporter turns denial events into what the user sees: one deduplicated
 // "sbx: denied ..." line per distinct operation on stderr (at most
@@ -49,10 +117,19 @@ type reporter struct {
 	// lastFile is the last LSM file event of each pid, to leave out the
 	// tracer's report of the same refusal (see pump).
 	lastFile map[uint32]bpf.Event
+
+	// The bounds of a flood (see maxDistinct, violationsPerSecond).
+	now       func() time.Time
+	winStart  time.Time      // the --violations second being counted
+	winCount  int            // records written in it
+	fileDrops dropCount      // records left out of --violations since the last dropped record
+	overflow  map[string]int // denials past maxDistinct, by kind
+	overflowN int
+	lost      uint64 // events the kernel dropped, ring full
 }
 
 func newReporter(log, jsonl io.Writer) *reporter {
-	r := &reporter{log: log, jsonl: jsonl, seen: map[string]int{}}
+	r := &reporter{log: log, jsonl: jsonl, seen: map[string]int{}, now: time.Now}
 	if f, ok := log.(interface{ Fd() uintptr }); !ok || !term.IsTerminal(int(f.Fd())) {
 		r.deferLines = true
 	}
@@ -157,13 +234,22 @@ func (r *reporter) addLocked(v gate.Violation) {
 		r.dropped++
 	}
 	if r.enc != nil {
-		_ = r.enc.Encode(v)
+		r.writeLocked(v)
 	}
 	key := v.Op + " " + v.Target
-	r.seen[key]++
-	if r.seen[key] > 1 {
+	if n, ok := r.seen[key]; ok {
+		r.seen[key] = n + 1
 		return
 	}
+	if len(r.seen) >= maxDistinct {
+		if r.overflow == nil {
+			r.overflow = map[string]int{}
+		}
+		r.overflow[kind(v)]++
+		r.overflowN++
+		return
+	}
+	r.seen[key] = 1
 	r.order = append(r.order, key)
 	if r.log == nil || r.printed >= maxViolationLines {
 		return
@@ -174,6 +260,52 @@ func (r *reporter) addLocked(v gate.Violation) {
 		detail = v.Reason
 	}
 	r.emit(fmt.Sprintf("sbx: denied %s %s (%s)\n", v.Op, v.Target, detail))
+}
+
+// writeLocked writes v to --violations, unless violationsPerSecond records
+// were written in the current second: then v is counted for the next
+// dropped record, written before the first record of a later second (or
+// at the end of the run).
+func (r *reporter) writeLocked(v gate.Violation) {
+	now := r.now()
+	if now.Sub(r.winStart) >= time.Second {
+		r.flushDropsLocked(now, 0)
+		r.winStart, r.winCount = now, 0
+	}
+	if r.winCount >= violationsPerSecond {
+		r.fileDrops.add(v, now)
+		return
+	}
+	r.winCount++
+	_ = r.enc.Encode(v)
+}
+
+// flushDropsLocked writes the dropped record for what was left out of
+// --violations, with lost events of the kernel, if there is any.
+func (r *reporter) flushDropsLocked(now time.Time, lost uint64) {
+	d := r.fileDrops
+	if d.n == 0 && lost == 0 {
+		return
+	}
+	rec := droppedRecord{Time: now, Op: DroppedOp, Count: d.n + int(lost), Since: d.since, Kinds: d.kinds, Lost: lost}
+	switch {
+	case d.n > 0 && lost > 0:
+		rec.Reason = fmt.Sprintf("more than %d denials a second; the event ring was full", violationsPerSecond)
+	case d.n > 0:
+		rec.Reason = fmt.Sprintf("more than %d denials a second", violationsPerSecond)
+	default:
+		rec.Reason = "the event ring was full"
+	}
+	_ = r.enc.Encode(rec)
+	r.fileDrops = dropCount{}
+}
+
+// addLost records events of the run's ring that the kernel dropped because
+// the ring was full (a flood read slower than it came).
+func (r *reporter) addLost(n uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lost += n
 }
 
 // emit writes one line to the log now, or at the end of the run (see
@@ -189,20 +321,46 @@ func (r *reporter) emit(line string) {
 	io.WriteString(r.log, line)
 }
 
-// finish prints the summary line: how many denials there were in all.
+// finish writes the last dropped record to --violations and prints the
+// summary line: how many denials there were in all, how many distinct,
+// past maxDistinct how many of each kind, and how many were lost.
 func (r *reporter) finish() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.log == nil || r.total == 0 {
+	if r.enc != nil {
+		r.flushDropsLocked(r.now(), r.lost)
+	}
+	if r.log == nil || (r.total == 0 && r.lost == 0) {
 		return
 	}
 	for _, line := range r.pending {
 		io.WriteString(r.log, line)
 	}
 	r.pending = nil
-	if hidden := len(r.order) - r.printed; hidden > 0 || r.total > r.printed {
-		fmt.Fprintf(r.log, "sbx: %d operation(s) denied in all (%d distinct)\n", r.total, len(r.order))
+	if hidden := len(r.order) - r.printed; hidden > 0 || r.total > r.printed || r.lost > 0 {
+		fmt.Fprintf(r.log, "sbx: %d operation(s) denied in all (%d distinct%s)%s\n", r.total, len(r.order),
+			overflowText(r.overflowN, r.overflow), lostText(r.lost))
 	}
+}
+
+// overflowText is the summary's note on the denials past maxDistinct.
+func overflowText(n int, byKind map[string]int) string {
+	if n == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(byKind)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, byKind[k]))
+	}
+	return fmt.Sprintf(", then %d more by kind: %s", n, strings.Join(parts, ", "))
+}
+
+// lostText is the summary's note on events the kernel dropped.
+func lostText(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d more lost, read too slowly", n)
 }
 
 // violations returns what the run's result reports.
@@ -212,21 +370,76 @@ func (r *reporter) violations() ([]gate.Violation, int) {
 	return append([]gate.Violation(nil), r.kept...), r.dropped
 }
 
-// pump reads events until the reader's deadline passes or it is closed.
+// pump reads events until the reader's deadline passes or it is closed,
+// at most eventsPerSecond, and then adds what the kernel could not queue.
 func (r *reporter) pump(er *bpf.EventReader, tier string, done chan<- struct{}) {
 	defer close(done)
+	defer func() {
+		if n, err := er.Dropped(); err == nil && n > 0 {
+			r.addLost(n)
+		}
+	}()
 	canaries := bpf.CanaryEvents
+	budget := newPumpBudget(time.Now)
+	bad := 0
 	for {
+		budget.wait()
 		e, err := er.Read()
 		if err != nil {
-			return
+			// A record this build cannot decode (another sbx build's
+			// tracer, attached at the same time, knows other syscalls)
+			// is skipped; the reader's own errors end the pump, and so
+			// does a run of failures that never yields an event.
+			if readerDone(err) || bad >= maxBadEvents {
+				return
+			}
+			bad++
+			continue
 		}
+		bad = 0
 		if canaries > 0 && e.IsCanary() {
 			canaries--
 			continue
 		}
 		r.addEvent(e, tier)
 	}
+}
+
+// maxBadEvents is how many undecodable records in a row the pump skips
+// before it gives up on the reader.
+const maxBadEvents = 1000
+
+// readerDone reports whether err ends an event reader: closed, past its
+// deadline, or flushed (see drain).
+func readerDone(err error) bool {
+	return errors.Is(err, os.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed)
+}
+
+// pumpBudget paces the pump: at most eventsPerSecond events a second, in
+// windows of pumpWindow.
+type pumpBudget struct {
+	now   func() time.Time
+	start time.Time
+	n     int
+	sleep func(time.Duration)
+}
+
+func newPumpBudget(now func() time.Time) *pumpBudget {
+	return &pumpBudget{now: now, start: now(), sleep: time.Sleep}
+}
+
+// wait counts one event, first sleeping out the window if it is used up.
+func (b *pumpBudget) wait() {
+	const perWindow = eventsPerSecond * int(pumpWindow) / int(time.Second)
+	if b.n >= perWindow {
+		if d := pumpWindow - b.now().Sub(b.start); d > 0 {
+			b.sleep(d)
+		}
+	}
+	if b.now().Sub(b.start) >= pumpWindow {
+		b.start, b.n = b.now(), 0
+	}
+	b.n++
 }
 
 // drain makes the reader return what is already queued, then stop.

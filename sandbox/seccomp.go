@@ -37,6 +37,16 @@ import (
 //     by family like amd64's.
 //   - On x32, libseccomp compares only the low 32 bits of an argument, which
 //     is all the kernel uses of the arguments these rules look at.
+//   - openat2(2) keeps its flags and mode in a struct open_how, so it fails
+//     with ENOSYS like clone3, and callers fall back to openat(2), whose
+//     flags and mode are in registers and are checked for set-id bits
+//     (see setIDRules). glibc 2.36 has no call to it (no wrapper, no
+//     syscall 437 in libc.so.6), nor has Go 1.26's standard library; runc's
+//     filepath-securejoin (v0.7.0) probes it and uses openat after any
+//     error. After loading the filter, libcontainer's init reopens its exec
+//     FIFO through securejoin (by its code, every run then takes that
+//     fallback; runs work); sbx's own shim and exec step do not call
+//     openat2.
 //   - open_tree_attr(2) (Linux 6.15) is newer than the libseccomp 2.5.4 this
 //     is built with and cannot be named; like open_tree it needs
 //     CAP_SYS_ADMIN to clone a mount tree, which the sandbox never has.
@@ -135,8 +145,10 @@ type SeccompOptions struct {
 // file handles, io_uring, userfaultfd, setns, swap, reboot, clock setting,
 // port I/O and obsolete calls; clone and unshare with a namespace flag;
 // ioctl TIOCSTI and TIOCLINUX; personality with a flag bit; socket of any
-// family but AF_UNIX. clone3 fails with ENOSYS so that libc falls back to
-// clone(2), whose flags the filter can see. On amd64 the filter also covers
+// family but AF_UNIX; a file mode with the setuid or setgid bit in chmod,
+// fchmod, fchmodat, fchmodat2, mknod, mknodat, creat, and open or openat
+// that create. clone3 and openat2 fail with ENOSYS so that libc falls back
+// to clone(2) and openat(2), whose arguments the filter can see. On amd64 the filter also covers
 // the i386 and x32 ABIs; any other ABI is killed.
 func Seccomp() *configs.Seccomp {
 	s, err := SeccompWith(SeccompOptions{})
@@ -177,6 +189,8 @@ func SeccompWith(opts SeccompOptions) (*configs.Seccomp, error) {
 	}
 	calls = append(calls, personalityRules()...)
 	calls = append(calls, socketRules(allowed)...)
+	calls = append(calls, setIDRules()...)
+	calls = append(calls, denyErrno("openat2", unix.ENOSYS))
 
 	return &configs.Seccomp{
 		DefaultAction: configs.Allow,
@@ -234,6 +248,65 @@ func socketRules(allowed []int) []*configs.Syscall {
 	calls = append(calls,
 		deny("socket", &configs.Arg{Index: 0, Value: uint64(top), Op: configs.GreaterThan}),
 		deny("socketcall", &configs.Arg{Index: 0, Value: sysSocket, Op: configs.EqualTo}))
+	return calls
+}
+
+// setIDBits are the mode bits that make an executable run with its file's
+// owner (S_ISUID) or group (S_ISGID) ids. A file the program marks so
+// would stay on the host after the run: started by root, a setuid copy
+// of a shell is a root shell for every local user; under sudo, a shell
+// of the user's for anyone who can reach the workspace.
+var setIDBits = []uint64{unix.S_ISUID, unix.S_ISGID}
+
+// oTmpfile is the bit that makes open(2) create an unnamed file
+// (__O_TMPFILE; unix.O_TMPFILE adds O_DIRECTORY). The kernel uses the mode
+// argument only with it or O_CREAT.
+const oTmpfile = unix.O_TMPFILE &^ unix.O_DIRECTORY
+
+// modeArgs are the calls that set a file's mode, and which argument holds
+// it (0-based). mknod(2) creates regular files and FIFOs without any
+// capability, so it is one of them.
+var modeArgs = []struct {
+	name string
+	mode uint
+}{
+	{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2},
+	{"mknod", 1}, {"mknodat", 2}, {"creat", 1},
+}
+
+// openArgs are the calls that create a file with a mode when a flag asks
+// for it: where their flags and mode are.
+var openArgs = []struct {
+	name        string
+	flags, mode uint
+}{
+	{"open", 1, 2}, {"openat", 2, 3},
+}
+
+// setIDRules refuse (EPERM) every call that would give a file the setuid
+// or setgid bit: chmod and friends, mknod, creat, and open or openat with
+// O_CREAT or O_TMPFILE, when the mode has either bit. The kernel reads the
+// mode as umode_t, of which these bits are part, so the higher bits need
+// no rule. Also refused for directories, where the setgid bit only makes
+// new entries inherit the group (seccomp cannot tell a directory from a
+// file; mkdir(2) itself drops both bits, so only an explicit chmod g+s of a
+// directory is refused). chown(2) of a set-id file by its owner needs no
+// rule: the kernel clears the bits when an unprivileged caller changes the
+// owner.
+func setIDRules() []*configs.Syscall {
+	var calls []*configs.Syscall
+	for _, c := range modeArgs {
+		for _, bit := range setIDBits {
+			calls = append(calls, deny(c.name, maskEq(c.mode, bit, bit)))
+		}
+	}
+	for _, c := range openArgs {
+		for _, create := range []uint64{unix.O_CREAT, oTmpfile} {
+			for _, bit := range setIDBits {
+				calls = append(calls, deny(c.name, maskEq(c.flags, create, create), maskEq(c.mode, bit, bit)))
+			}
+		}
+	}
 	return calls
 }
 

@@ -46,10 +46,28 @@ func seccompOracle(name string, a [6]uint64, families []int) unix.Errno {
 		tioclinux  = 0x541c
 		afUnixFam  = 1
 		sysSockNum = 1
+		setID      = 0o6000     // S_ISUID|S_ISGID
+		creates    = 0o20000100 // O_CREAT|__O_TMPFILE
 	)
 	switch name {
-	case "clone3":
+	case "clone3", "openat2":
 		return unix.ENOSYS
+	case "chmod", "fchmod", "mknod", "creat":
+		if a[1]&setID != 0 {
+			return unix.EPERM
+		}
+	case "fchmodat", "fchmodat2", "mknodat":
+		if a[2]&setID != 0 {
+			return unix.EPERM
+		}
+	case "open":
+		if a[1]&creates != 0 && a[2]&setID != 0 {
+			return unix.EPERM
+		}
+	case "openat":
+		if a[2]&creates != 0 && a[3]&setID != 0 {
+			return unix.EPERM
+		}
 	case "clone":
 		if a[0]&cloneNS != 0 {
 			return unix.EPERM
@@ -158,6 +176,30 @@ func seccompCases() []seccompCase {
 		add("socketcall", call)
 	}
 
+	// File modes: set-id bits alone, with others, above umode_t's 16 bits.
+	modes := []uint64{0, 0o644, 0o755, 0o4755, 0o2755, 0o6755, 0o1777, 0o7777, 0o4000, 0o2000,
+		unix.S_IFREG | 0o4755, unix.S_IFIFO | 0o2644, unix.S_IFDIR | 0o2775, 1<<32 | 0o4755, 1<<32 | 0o755,
+		0x10000 | 0o755, 0xffffffff &^ 0o6000, ^uint64(0)}
+	openFlags := []uint64{unix.O_RDONLY, unix.O_WRONLY, unix.O_CREAT, unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC,
+		unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC, unix.O_TMPFILE | unix.O_RDWR, unix.O_DIRECTORY,
+		unix.O_TMPFILE &^ unix.O_DIRECTORY, 1<<32 | unix.O_CREAT, 1 << 32, ^uint64(0) &^ (unix.O_CREAT | unix.O_TMPFILE)}
+	for _, m := range modes {
+		add("chmod", 0, m)
+		add("fchmod", 3, m)
+		add("mknod", 0, m, 0)
+		add("creat", 0, m)
+		add("fchmodat", 0, 0, m)
+		add("fchmodat2", 0, 0, m, unix.AT_SYMLINK_NOFOLLOW)
+		add("mknodat", 0, 0, m, 0)
+		add("mkdir", 0, m)
+		add("mkdirat", 0, 0, m)
+		for _, f := range openFlags {
+			add("open", 0, f, m)
+			add("openat", 0, 0, f, m)
+			add("openat2", 0, 0, f, m) // openat2's how is a pointer: any value
+		}
+	}
+
 	rng := rand.New(rand.NewPCG(2, 7))
 	for range 2000 {
 		v := rng.Uint64()
@@ -174,6 +216,10 @@ func seccompCases() []seccompCase {
 		add("unshare", v&^uint64(rng.Uint32()))
 		add("ioctl", 3, v&^0xffff|uint64(unix.TIOCSTI+rng.IntN(16)))
 		add("socket", v&0x3f)
+		add("chmod", 0, v)
+		add("fchmodat", 3, 0, v&^uint64(rng.Uint32()))
+		add("open", 0, v&^uint64(rng.Uint32()), v)
+		add("openat", 3, 0, v, v&^uint64(rng.Uint32()))
 	}
 	return cs
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
@@ -129,6 +130,12 @@ func RunShim(args []string) int {
 			fmt.Fprintf(os.Stderr, "sbx: refusing to run: shim: %v\n", err)
 			return 125
 		}
+		// After dropShimCaps: libpsx takes SIGSYS for itself.
+		if err := ignoreFatalSignals(); err != nil {
+			proc.Kill()
+			fmt.Fprintf(os.Stderr, "sbx: refusing to run: shim: %v\n", err)
+			return 125
+		}
 		_, err = goAhead.Write([]byte{1})
 		goAhead.Close()
 		// EPIPE: the step has ended already; its status is the run's.
@@ -144,6 +151,10 @@ func RunShim(args []string) int {
 		path, code := lookPath(args[0])
 		if code != 0 {
 			return code
+		}
+		if err := ignoreFatalSignals(); err != nil {
+			fmt.Fprintf(os.Stderr, "sbx: refusing to run: shim: %v\n", err)
+			return 125
 		}
 		proc, err = os.StartProcess(path, args, &os.ProcAttr{
 			Env:   os.Environ(),
@@ -178,6 +189,51 @@ func RunShim(args []string) int {
 			return 128 + int(unix.SIGKILL)
 		}
 	}
+}
+
+// fatalSignals are the signals on which Go's runtime ends the process
+// even when another process sent them: the faults (it cannot tell a
+// fault from a signal sent with rt_sigqueueinfo, whose si_code the
+// sender picks) and SIGABRT. The rest of the catchable signals are
+// harmless to the shim: forwarded, or handled and dropped by the runtime.
+var fatalSignals = []unix.Signal{
+	unix.SIGILL, unix.SIGTRAP, unix.SIGABRT, unix.SIGBUS, unix.SIGFPE,
+	unix.SIGSEGV, unix.SIGSTKFLT, unix.SIGSYS,
+}
+
+// kernelSigaction is the kernel's struct sigaction (not libc's) on amd64
+// and arm64: handler, flags, restorer, mask.
+type kernelSigaction struct {
+	handler  uintptr
+	flags    uint64
+	restorer uintptr
+	mask     uint64
+}
+
+// sigIgn is SIG_IGN.
+const sigIgn = 1
+
+// ignoreFatalSignals sets [fatalSignals] to SIG_IGN in the kernel, behind
+// the Go runtime's back (signal.Ignore leaves the runtime's handler of a
+// fault in place). The kernel delivers a signal from inside a PID
+// namespace to its init only when init handles it, so the program's
+// kill(1, SIGSEGV) or rt_sigqueueinfo(1, SIGSEGV, ...) is then dropped
+// instead of crashing the shim and losing the program's status; SIGKILL
+// and SIGSTOP from inside are dropped by the kernel already. A real fault
+// of the shim still kills it (the kernel resets an ignored fault signal
+// to its default), without the Go traceback. The runtime still counts
+// these signals as its own, so a child it starts gets them back at their
+// defaults; they must be set before the program can run, and after
+// anything that installs its own handler (libpsx takes SIGSYS).
+func ignoreFatalSignals() error {
+	sa := kernelSigaction{handler: sigIgn}
+	for _, sig := range fatalSignals {
+		_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&sa)), 0, 8, 0, 0)
+		if e != 0 {
+			return fmt.Errorf("ignore %v as PID 1: %w", sig, os.NewSyscallError("rt_sigaction", e))
+		}
+	}
+	return nil
 }
 
 // takeShimConfig decodes the [ShimConfig] in the environment variable env

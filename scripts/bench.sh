@@ -71,10 +71,14 @@ subprocess.run([sys.argv[1], "run", "--", "true"], check=True)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
 PY
 )
+# A flood of distinct denials (FLOOD_SECS, default 30 s): what it costs sbx
+# itself, which runs outside the sandbox's limits (scripts/bench-flood.sh).
+flood=$(cd "$root" && SBX="$SBX" ./scripts/bench-flood.sh 2>/dev/null)
+echo "$flood" >&2
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$out" "$rss" "$OPENS" "$load_start" "$load_end" "$ol_bare" "$ol_sbx" <<'PY'
+python3 - "$out" "$rss" "$OPENS" "$load_start" "$load_end" "$ol_bare" "$ol_sbx" "$flood" <<'PY'
 import json, re, sys
-out, rss, opens, load_start, load_end, ol_bare, ol_sbx = sys.argv[1:8]
+out, rss, opens, load_start, load_end, ol_bare, ol_sbx, flood = sys.argv[1:9]
 def means(path):
     return {r["command"]: (r["mean"] * 1000, r["stddev"] * 1000, r["min"] * 1000, r["median"] * 1000) for r in json.load(open(path))["results"]}
 s = means(out + ".start.json"); l = means(out + ".loop.json"); o = means(out + ".open.json")
@@ -134,6 +138,9 @@ if "Tunnel/direct/roundtrip" in bench and "Tunnel/proxy/roundtrip" in bench:
 if "Tunnel/proxy/setup" in bench:
     print(f"| egress: tunnel setup (connect + CONNECT + 200) | {bench['Tunnel/proxy/setup']:.3f} ms | | |")
 print(f"| peak RSS of a `sbx run -- true` (largest process) | {rss} MiB | | |")
+f = dict(kv.split("=", 1) for kv in flood.split())
+if "sbx_peak_rss_mib" in f:
+    print(f"| denial flood, {f['wall_s']} s ({f['attempts']} denied opens): sbx's peak RSS / CPU | {f['sbx_peak_rss_mib']} MiB / {f['sbx_cpu_s']} s | | `--violations` {f['violations_mib']} MiB ({f['violations_mib_per_s']} MiB/s) |")
 print()
 print(f"Load average (1, 5, 15 min) before: {load_start}; after: {load_end}.")
 PY

@@ -147,6 +147,49 @@ static int v_write(char **a)
 	return n == 7 ? RES_OK : e;
 }
 
+/* setid-chmod PATH MODE: a copy of /bin/sh at PATH (made 0755), then
+ * fchmodat to MODE (octal, 4755: a setuid shell the host would keep). OK
+ * when the call succeeded; the file's mode follows. */
+static int v_setid_chmod(char **a)
+{
+	char buf[65536];
+	int in = (int)syscall(SYS_openat, AT_FDCWD, "/bin/sh", O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return errno;
+	int out = (int)syscall(SYS_openat, AT_FDCWD, a[0], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	if (out < 0) {
+		int e = errno;
+		close(in);
+		return e;
+	}
+	ssize_t n;
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			break;
+	close(in);
+	close(out);
+	long r = syscall(SYS_fchmodat, AT_FDCWD, a[0], strtoul(a[1], NULL, 8), 0);
+	if (r < 0)
+		return errno;
+	struct stat st;
+	if (stat(a[0], &st) == 0)
+		snprintf(extra, sizeof extra, "mode %o", st.st_mode & 07777);
+	return RES_OK;
+}
+
+/* setid-create PATH MODE: a new file made by openat(O_CREAT) with MODE. */
+static int v_setid_create(char **a)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, a[0], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, strtoul(a[1], NULL, 8));
+	if (fd < 0)
+		return errno;
+	close(fd);
+	struct stat st;
+	if (stat(a[0], &st) == 0)
+		snprintf(extra, sizeof extra, "mode %o", st.st_mode & 07777);
+	return RES_OK;
+}
+
 static int v_link(char **a) { return ret(syscall(SYS_linkat, AT_FDCWD, a[0], AT_FDCWD, a[1], 0)); }
 static int v_rename(char **a) { return ret(syscall(SYS_renameat2, AT_FDCWD, a[0], AT_FDCWD, a[1], 0)); }
 static int v_exchange(char **a) { return ret(syscall(SYS_renameat2, AT_FDCWD, a[0], AT_FDCWD, a[1], RENAME_EXCHANGE)); }
@@ -883,6 +926,7 @@ static const struct verb {
 } verbs[] = {
 	{"read", 1, v_read}, {"openw", 1, v_openw}, {"openrw", 1, v_openrw},
 	{"create", 1, v_create}, {"write", 1, v_write}, {"link", 2, v_link},
+	{"setid-chmod", 2, v_setid_chmod}, {"setid-create", 2, v_setid_create},
 	{"rename", 2, v_rename}, {"exchange", 2, v_exchange}, {"symlink", 2, v_symlink},
 	{"unlink", 1, v_unlink}, {"rmdir", 1, v_rmdir}, {"mkdir", 1, v_mkdir},
 	{"readlink", 1, v_readlink}, {"stat", 1, v_stat}, {"ls", 1, v_ls}, {"fds", 0, v_fds},

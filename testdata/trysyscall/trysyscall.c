@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -46,6 +47,12 @@
 #endif
 #ifndef CLONE_NEWCGROUP
 #define CLONE_NEWCGROUP 0x02000000
+#endif
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452            /* Linux 6.6, same number on x86_64 and i386 */
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
 #endif
 #ifndef TIOCLINUX
 #define TIOCLINUX 0x541C
@@ -273,6 +280,146 @@ static int socketcall_probe(unsigned long domain)
 static int p_socketcall_unix(void) { return socketcall_probe(AF_UNIX); }
 static int p_socketcall_inet(void) { return socketcall_probe(AF_INET); }
 
+/* Set-id modes. Each probe works on a file of its own in a new directory
+ * under $TMPDIR (else /tmp), which it removes; the file is created 0600
+ * and then given a mode with chmod and friends, or created with the mode
+ * by open, openat, creat and mknod. */
+static char probe_dir[64];
+static char probe_file[96];
+
+static int mkprobe_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(probe_dir, sizeof probe_dir, "%s/trysyscall.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(probe_dir) == NULL)
+		return SETUP(errno);
+	snprintf(probe_file, sizeof probe_file, "%s/f", probe_dir);
+	return 0;
+}
+
+static int mkprobe_file(void)
+{
+	int err = mkprobe_dir();
+	if (err != 0)
+		return err;
+	int fd = open(probe_file, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		return SETUP(errno);
+	close(fd);
+	return 0;
+}
+
+/* done removes the probe's file and directory and passes res on. */
+static int done(int res)
+{
+	unlink(probe_file);
+	rmdir(probe_dir);
+	return res;
+}
+
+static int chmod_probe(mode_t m)
+{
+	int err = mkprobe_file();
+	return err ? err : done(raw(SYS_chmod, probe_file, m));
+}
+static int p_chmod_plain(void) { return chmod_probe(0755); }
+static int p_chmod_setuid(void) { return chmod_probe(04755); }
+static int p_chmod_setgid(void) { return chmod_probe(02755); }
+
+static int fchmod_probe(mode_t m)
+{
+	int err = mkprobe_file();
+	if (err != 0)
+		return err;
+	int fd = open(probe_file, O_RDONLY);
+	if (fd < 0)
+		return done(SETUP(errno));
+	err = raw(SYS_fchmod, fd, m);
+	close(fd);
+	return done(err);
+}
+static int p_fchmod_plain(void) { return fchmod_probe(0755); }
+static int p_fchmod_setuid(void) { return fchmod_probe(04755); }
+static int p_fchmod_setgid(void) { return fchmod_probe(02711); }
+
+static int fchmodat_probe(long nr, mode_t m, int flags)
+{
+	int err = mkprobe_file();
+	return err ? err : done(raw(nr, AT_FDCWD, probe_file, m, flags));
+}
+static int p_fchmodat_setuid(void) { return fchmodat_probe(SYS_fchmodat, 04755, 0); }
+static int p_fchmodat_setgid(void) { return fchmodat_probe(SYS_fchmodat, 02755, 0); }
+static int p_fchmodat2_plain(void) { return fchmodat_probe(SYS_fchmodat2, 0755, AT_SYMLINK_NOFOLLOW); }
+static int p_fchmodat2_setuid(void) { return fchmodat_probe(SYS_fchmodat2, 06755, AT_SYMLINK_NOFOLLOW); }
+
+/* create_probe runs a creating call and closes what it returned. */
+static int create_probe(long nr, long a, long b, long c, long d)
+{
+	int err = mkprobe_dir();
+	if (err != 0)
+		return err;
+	long fd = syscall(nr, a, b, c, d);
+	if (fd == -1)
+		return done(errno);
+	if (nr != SYS_mknodat
+#ifdef SYS_mknod
+	    && nr != SYS_mknod
+#endif
+	)
+		close((int)fd);
+	return done(0);
+}
+static int p_open_creat_plain(void)
+{
+#ifdef SYS_open
+	return create_probe(SYS_open, (long)probe_file, O_WRONLY | O_CREAT | O_EXCL, 0755, 0);
+#else
+	return NA;
+#endif
+}
+static int p_open_creat_setuid(void)
+{
+#ifdef SYS_open
+	return create_probe(SYS_open, (long)probe_file, O_WRONLY | O_CREAT | O_EXCL, 04755, 0);
+#else
+	return NA;
+#endif
+}
+static int p_openat_creat_setgid(void)
+{
+	return create_probe(SYS_openat, AT_FDCWD, (long)probe_file, O_RDWR | O_CREAT | O_TRUNC, 02755);
+}
+/* O_TMPFILE takes a directory: the probe's own. */
+static int p_openat_tmpfile_setuid(void)
+{
+	return create_probe(SYS_openat, AT_FDCWD, (long)probe_dir, O_RDWR | O_TMPFILE, 04700);
+}
+static int p_creat_setgid(void)
+{
+#ifdef SYS_creat
+	return create_probe(SYS_creat, (long)probe_file, 02755, 0, 0);
+#else
+	return NA;
+#endif
+}
+static int p_mknod_setuid(void)
+{
+#ifdef SYS_mknod
+	return create_probe(SYS_mknod, (long)probe_file, S_IFREG | 04755, 0, 0);
+#else
+	return NA;
+#endif
+}
+static int p_mknodat_plain(void) { return create_probe(SYS_mknodat, AT_FDCWD, (long)probe_file, S_IFREG | 0644, 0); }
+static int p_mknodat_setgid(void) { return create_probe(SYS_mknodat, AT_FDCWD, (long)probe_file, S_IFREG | 02755, 0); }
+
+/* openat2: ENOSYS under the filter, ENOENT without it. */
+static int p_openat2(void)
+{
+	uint64_t how[3] = {O_RDONLY, 0, 0}; /* struct open_how: flags, mode, resolve */
+	return raw(SYS_openat2, AT_FDCWD, NOPATH, how, sizeof how);
+}
+
 /* The deny list, in the order of sandbox/seccomp.go. */
 static int p_mount(void) { return raw(SYS_mount, NULL, NULL, NULL, 0, NULL); }
 static int p_umount(void)
@@ -434,6 +581,25 @@ static const struct probe {
 	{"socket-inet-highbits", p_socket_inet_highbits},
 	{"socketcall-unix", p_socketcall_unix},
 	{"socketcall-inet", p_socketcall_inet},
+	{"chmod-plain", p_chmod_plain},
+	{"chmod-setuid", p_chmod_setuid},
+	{"chmod-setgid", p_chmod_setgid},
+	{"fchmod-plain", p_fchmod_plain},
+	{"fchmod-setuid", p_fchmod_setuid},
+	{"fchmod-setgid", p_fchmod_setgid},
+	{"fchmodat-setuid", p_fchmodat_setuid},
+	{"fchmodat-setgid", p_fchmodat_setgid},
+	{"fchmodat2-plain", p_fchmodat2_plain},
+	{"fchmodat2-setuid", p_fchmodat2_setuid},
+	{"open-creat-plain", p_open_creat_plain},
+	{"open-creat-setuid", p_open_creat_setuid},
+	{"openat-creat-setgid", p_openat_creat_setgid},
+	{"openat-tmpfile-setuid", p_openat_tmpfile_setuid},
+	{"creat-setgid", p_creat_setgid},
+	{"mknod-setuid", p_mknod_setuid},
+	{"mknodat-plain", p_mknodat_plain},
+	{"mknodat-setgid", p_mknodat_setgid},
+	{"openat2", p_openat2},
 	{"mount", p_mount},
 	{"umount", p_umount},
 	{"umount2", p_umount2},
