@@ -1,52 +1,379 @@
 package runner
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
+	"time"
 )
 
-// ProtectedNames are the workspace entries that stay read-only even with
-// --write: files that run later outside the sandbox (git hooks and config,
-// direnv, editor and agent settings, shell rc files), through which a
-// hostile program could persist. All of .git is protected, not only its
-// hooks and config: a program that may write there can rename .git away and
-// build one with its own hooks, or point git elsewhere with commondir
-// (--rw .git allows commits from inside). Entries with a "*" are globs in
-// the workspace root.
-var ProtectedNames = []string{
-	".git", ".gitmodules", ".sbx*", ".envrc",
-	".vscode", ".idea", ".mcp.json",
-	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".config/fish",
+// A protectedName is a workspace entry that runs later outside the sandbox
+// (git hooks and config, direnv, CI, editor and agent settings, shell rc
+// files): through it a hostile program could persist, so it stays read-only
+// even where the program may write around it.
+type protectedName struct {
+	// name is a path relative to the directory it is looked up in; a
+	// name with a "*" is a glob (at the top only).
+	name string
+	// anyDepth looks the name up in every directory of the tree, not
+	// only at the top: the names of a repository or project, since
+	// nested repositories, submodules, worktrees and sub-projects each
+	// have their own. The others are a home's (rc files, .ssh,
+	// .gitconfig): a shell or git reads them only from $HOME, which a
+	// workspace may be but none of its subdirectories is.
+	anyDepth bool
 }
 
-// protectedPaths returns the existing protected entries of workspace ws
-// (symlinks resolved; those resolving outside ws are covered by the rest of
-// the sandbox already), minus those the user opened with --rw.
-func protectedPaths(ws string, rw []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, name := range ProtectedNames {
-		matches, _ := filepath.Glob(filepath.Join(ws, name))
-		for _, m := range matches {
-			r, err := filepath.EvalSymlinks(m)
-			if err != nil || !within(r, ws) || r == ws || seen[r] {
+// ProtectedNames is the one list of protected entries (README and
+// SECURITY.md describe it). All of .git is protected, not only its hooks
+// and config: a program that may write there can rename .git away and
+// build one with its own hooks, or point git elsewhere with commondir
+// (--rw .git allows commits from inside). A .git that is a file (a
+// submodule's or a worktree's gitfile) is protected, and so is the git
+// directory it names when that lies in a writable tree.
+var ProtectedNames = []protectedName{
+	// Version control and what it runs.
+	{".git", true}, {".hg", true}, {".gitmodules", true},
+	{".husky", true}, {".pre-commit-config.yaml", true}, {".github/workflows", true},
+	// Environment, editors, agents, dev containers.
+	{".envrc", true}, {".vscode", true}, {".idea", true}, {".mcp.json", true},
+	{".claude", true}, {".cursor", true}, {".pi", true}, {".devcontainer", true},
+	// A home's: shell rc files, git and ssh settings, sbx's own files.
+	{".sbx*", false}, {".gitconfig", false}, {".ssh", false},
+	{".bashrc", false}, {".bash_profile", false}, {".bash_login", false}, {".bash_logout", false},
+	{".profile", false}, {".zshrc", false}, {".zshenv", false}, {".zprofile", false},
+	{".zlogin", false}, {".config/fish", false},
+}
+
+// walkLimits bound the walk that looks for protected entries. The walk
+// reads every directory of the writable trees once (getdents only; it
+// stats the few entries whose names match), skipping the inside of what
+// it protects and of node_modules (see prunedDirs). A tree too big for
+// these bounds makes the run fail (exit 125) rather than run with entries
+// nobody looked for: skipping the rest silently would leave a nested .git
+// writable, and making the rest read-only would break the run in a way
+// the user cannot see coming.
+type walkLimits struct {
+	// dirs bounds the directories the walk reads.
+	dirs int
+	// time bounds the walk's duration (a slow or network filesystem).
+	time time.Duration
+	// mounts bounds the mounts the protection adds (entries and pinned
+	// ancestors): each costs the sandbox's setup time.
+	mounts int
+}
+
+// defaultWalkLimits are the limits of every run.
+var defaultWalkLimits = walkLimits{dirs: 50000, time: 3 * time.Second, mounts: 512}
+
+// prunedDirs are directory names the walk does not enter. node_modules
+// holds trees of tens of thousands of directories that package managers
+// rewrite all the time, and its content is code the host runs anyway
+// (npm scripts, .bin): a protected .git in there would not stop anything
+// that the rest of node_modules does not already allow. It is documented
+// as not searched, not silently skipped.
+var prunedDirs = map[string]bool{"node_modules": true}
+
+// Protection is what the program must not be able to replace in the
+// writable trees of a run.
+type Protection struct {
+	// ReadOnly are the protected entries, bind-mounted read-only onto
+	// themselves: files in them cannot be written, created, linked or
+	// removed (EROFS), the entries themselves not renamed or removed
+	// (EBUSY).
+	ReadOnly []string
+	// Pinned are the directories between a writable tree's root and a
+	// protected entry, bind-mounted writable onto themselves: a mount
+	// point cannot be renamed or removed (EBUSY), so the program cannot
+	// move an ancestor away and build a lookalike of the entry in its
+	// place (mv .config .config.moved && mkdir -p .config/fish). Their
+	// other contents stay writable.
+	Pinned []string
+}
+
+// ErrProtectedSymlink is wrapped by the error for a protected entry that is
+// a symlink (see protectPaths).
+var ErrProtectedSymlink = errors.New("protected entry is a symlink")
+
+// protectPaths finds what to protect: with write, in the workspace ws;
+// always, in the directories of rw (the resolved --rw paths). A protected
+// entry is opened (left writable) only by an --rw path that names it
+// exactly, so --rw .git opens the workspace's .git but --rw sub keeps
+// sub/.git protected.
+//
+// A protected entry that is a symlink (or that lies under a symlink, such
+// as .config/fish with .config a symlink) is refused unless opened: a
+// mount can make the link's target read-only but not the link, which the
+// program could unlink and replace with a directory of its own (a .git
+// with a hook that the host's git runs). mount(2) follows a symlink at
+// the mount point, and libcontainer resolves every destination inside the
+// rootfs with securejoin, which follows it too, so the name itself cannot
+// be covered by the config.
+func protectPaths(ws string, write bool, rw []string) (Protection, error) {
+	return protectPathsWith(ws, write, rw, defaultWalkLimits)
+}
+
+// protectPathsWith is protectPaths with the walk's limits.
+func protectPathsWith(ws string, write bool, rw []string, lim walkLimits) (Protection, error) {
+	w := &walker{opened: map[string]bool{}, lim: lim, deadline: time.Now().Add(lim.time)}
+	for _, p := range rw {
+		w.opened[p] = true
+		w.mountRoots = append(w.mountRoots, p)
+	}
+	if write {
+		w.mountRoots = append(w.mountRoots, ws)
+		w.roots = append(w.roots, ws)
+	}
+	for _, p := range rw {
+		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+			continue // a file: named exactly, so opened
+		}
+		if slices.ContainsFunc(w.roots, func(r string) bool { return within(p, r) }) {
+			continue // walked with its ancestor's tree
+		}
+		w.roots = append(w.roots, p)
+	}
+	for _, root := range w.roots {
+		if err := w.walk(root, root == ws && write); err != nil {
+			return Protection{}, err
+		}
+	}
+	return w.result()
+}
+
+// walker holds the state of one protectPaths.
+type walker struct {
+	// roots are the writable trees walked; mountRoots are the mount
+	// points of the sandbox among them and below them (the workspace,
+	// the --rw paths), which need no pinning.
+	roots, mountRoots []string
+	opened            map[string]bool
+	found             []string
+	dirs              int
+	lim               walkLimits
+	deadline          time.Time
+}
+
+// walk looks for protected entries in the tree at root; top says root is
+// the workspace, where the home's names are looked for too.
+func (w *walker) walk(root string, top bool) error {
+	if top {
+		for _, n := range ProtectedNames {
+			if n.anyDepth {
 				continue
 			}
-			if _, err := os.Stat(r); err != nil {
-				continue
+			matches, err := filepath.Glob(filepath.Join(root, n.name))
+			if err != nil {
+				return fmt.Errorf("protected paths: %w", err)
 			}
-			opened := false
-			for _, p := range rw {
-				opened = opened || within(r, p)
-			}
-			if !opened {
-				seen[r] = true
-				out = append(out, r)
+			for _, m := range matches {
+				if err := w.entry(root, m); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	sort.Strings(out)
-	return out
+	queue := []string{root}
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		w.dirs++
+		if w.dirs > w.lim.dirs || time.Now().After(w.deadline) {
+			return fmt.Errorf("protected paths: %s has more than %d directories or took more than %s to search for entries to protect (.git at any depth, ...); run with a narrower --workspace, or without --write", root, w.lim.dirs, w.lim.time)
+		}
+		ents, err := readDir(dir)
+		if err != nil {
+			return fmt.Errorf("protected paths: search %s: %w", dir, err)
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			matched := false
+			for _, n := range ProtectedNames {
+				if !n.anyDepth {
+					continue
+				}
+				first, rest, multi := strings.Cut(n.name, "/")
+				if e.Name() != first {
+					continue
+				}
+				matched = !multi
+				full := p
+				if multi {
+					full = filepath.Join(p, rest)
+					if _, err := os.Lstat(full); err != nil {
+						continue
+					}
+				}
+				if err := w.entry(root, full); err != nil {
+					return err
+				}
+			}
+			// The inside of a protected directory is read-only as a
+			// whole; a symlink is not followed (its target, if in a
+			// tree, is walked where it lies).
+			if !matched && e.IsDir() && !prunedDirs[e.Name()] {
+				queue = append(queue, p)
+			}
+		}
+	}
+	return nil
+}
+
+// readDir lists dir without sorting or stat'ing its entries.
+func readDir(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// entry records the protected entry p found in the tree at root, or
+// refuses it if it (or a directory between root and it) is a symlink.
+// A gitfile's git directory is recorded too.
+func (w *walker) entry(root, p string) error {
+	if w.opened[p] {
+		return nil
+	}
+	for d := p; d != root && within(d, root); d = filepath.Dir(d) {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return fmt.Errorf("protected paths: %w", err)
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		target, _ := os.Readlink(d)
+		if r, err := filepath.EvalSymlinks(p); err == nil && w.opened[r] {
+			return nil // --rw named its target
+		}
+		return fmt.Errorf("%w: %s (-> %s) could be replaced by the program with one of its own, which the host would then use; run without --write, or open it deliberately with --rw %s", ErrProtectedSymlink, d, target, p)
+	}
+	w.found = append(w.found, p)
+	if filepath.Base(p) == ".git" {
+		return w.gitfile(p)
+	}
+	return nil
+}
+
+// gitfile records the git directory (and its common directory) that the
+// gitfile p names, when it lies in one of the walked trees: a submodule's
+// or a worktree's hooks and config live there, not in p (git's bare-repo
+// layout puts them in a sibling, "gitdir: ./.bare"). A directory named by
+// a path through a symlink in a tree is refused like a symlinked entry.
+func (w *walker) gitfile(p string) error {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil // a directory: protected as a whole
+	}
+	dir, err := readGitfile(p)
+	if err != nil || dir == "" {
+		return nil // not a gitfile git would use: nothing more to protect
+	}
+	for range 2 { // the git dir, then its commondir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(p), dir)
+		}
+		dir = filepath.Clean(dir)
+		root := w.rootOf(dir)
+		if root == "" {
+			return nil // outside the writable trees: not the program's to change
+		}
+		if r, err := filepath.EvalSymlinks(dir); err != nil {
+			return nil // missing: git fails on it, no hooks run
+		} else if r != dir && !w.opened[dir] && !w.opened[r] {
+			return fmt.Errorf("%w: the git directory %s named by %s lies through a symlink, which the program could replace; run without --write, or open it deliberately with --rw %s", ErrProtectedSymlink, dir, p, dir)
+		}
+		if !w.opened[dir] {
+			w.found = append(w.found, dir)
+		}
+		cd, err := os.ReadFile(filepath.Join(dir, "commondir"))
+		if err != nil {
+			return nil
+		}
+		p, dir = filepath.Join(dir, "commondir"), strings.TrimSpace(string(cd))
+	}
+	return nil
+}
+
+// readGitfile returns the path a gitfile names ("gitdir: PATH" on its
+// first line), or "" when p is not one.
+func readGitfile(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(io.LimitReader(f, 4096)).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", err
+	}
+	return parseGitfile(line), nil
+}
+
+// parseGitfile returns the path of a gitfile's first line, or "".
+func parseGitfile(line string) string {
+	dir, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "gitdir: ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(dir)
+}
+
+// rootOf returns the walked tree p lies in, or "".
+func (w *walker) rootOf(p string) string {
+	for _, r := range w.roots {
+		if within(p, r) {
+			return r
+		}
+	}
+	return ""
+}
+
+// result turns the entries found into mounts: entries inside another
+// entry are covered by it; every directory between an entry and the root
+// of its tree is pinned, but for those that are mount points already.
+func (w *walker) result() (Protection, error) {
+	var pr Protection
+	slices.Sort(w.found)
+	w.found = slices.Compact(w.found)
+	for _, p := range w.found {
+		if n := len(pr.ReadOnly); n > 0 && within(p, pr.ReadOnly[n-1]) {
+			continue
+		}
+		pr.ReadOnly = append(pr.ReadOnly, p)
+	}
+	pinned := map[string]bool{}
+	for _, p := range pr.ReadOnly {
+		// Up to the walked tree's root, passing --rw mounts inside it:
+		// renaming a directory above a mount moves the mount along.
+		root := w.rootOf(p)
+		for d := filepath.Dir(p); d != root && within(d, root); d = filepath.Dir(d) {
+			if !w.isMountRoot(d) {
+				pinned[d] = true
+			}
+		}
+	}
+	for d := range pinned {
+		if !slices.ContainsFunc(pr.ReadOnly, func(e string) bool { return within(d, e) }) {
+			pr.Pinned = append(pr.Pinned, d)
+		}
+	}
+	slices.Sort(pr.Pinned)
+	if n := len(pr.ReadOnly) + len(pr.Pinned); n > w.lim.mounts {
+		return Protection{}, fmt.Errorf("protected paths: %d entries and directories above them to protect, more than %d; run with a narrower --workspace, or without --write", n, w.lim.mounts)
+	}
+	return pr, nil
+}
+
+// isMountRoot reports whether d is a mount point of the sandbox already:
+// the workspace or an --rw path.
+func (w *walker) isMountRoot(d string) bool {
+	return slices.Contains(w.mountRoots, d)
 }

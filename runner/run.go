@@ -388,13 +388,13 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 			return nil, nop, err
 		}
 	}
-	home, cleanup, err := o.homeDir(who, id, cwd)
+	prot, err := protectPaths(ws, o.Write, rw)
 	if err != nil {
 		return nil, nop, err
 	}
-	var protected []string
-	if o.Write {
-		protected = protectedPaths(ws, rw)
+	home, cleanup, err := o.homeDir(who, id, cwd)
+	if err != nil {
+		return nil, nop, err
 	}
 	wd := ws
 	if within(cwd, ws) {
@@ -411,7 +411,8 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		HomeInside: homeInside,
 		ReadOnly:   ro,
 		ReadWrite:  rw,
-		Protected:  protected,
+		Protected:  prot.ReadOnly,
+		Pinned:     prot.Pinned,
 		TmpBytes:   DefaultTmpSize,
 		UID:        who.uid,
 		GID:        who.gid,
