@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,49 +258,154 @@ func (w *walker) entry(root, p string) error {
 	}
 	w.found = append(w.found, p)
 	if filepath.Base(p) == ".git" {
-		return w.gitfile(p)
+		return w.git(p)
 	}
 	return nil
 }
 
-// gitfile records the git directory (and its common directory) that the
-// gitfile p names, when it lies in one of the walked trees: a submodule's
-// or a worktree's hooks and config live there, not in p (git's bare-repo
-// layout puts them in a sibling, "gitdir: ./.bare"). A directory named by
-// a path through a symlink in a tree is refused like a symlinked entry.
-func (w *walker) gitfile(p string) error {
+// git records what else a repository whose .git entry is p runs hooks
+// from. A gitfile (a submodule's or a worktree's) names the git directory
+// that holds the hooks and config, and that one may name a common
+// directory; those lying in the walked trees are recorded (git's bare-repo
+// layout puts one in a sibling, "gitdir: ./.bare"). In each git directory,
+// wherever it lies, core.hooksPath may name a hooks directory in the trees
+// (.githooks, .husky/_): recorded too. A path through a symlink in a tree
+// is refused like a symlinked entry.
+func (w *walker) git(p string) error {
 	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil // a directory: protected as a whole
+	if err != nil {
+		return fmt.Errorf("protected paths: %w", err)
 	}
+	gitDirs := []string{p}
+	if fi.Mode().IsRegular() {
+		if gitDirs, err = w.gitfile(p); err != nil {
+			return err
+		}
+	}
+	for _, gd := range gitDirs {
+		if err := w.hooksPath(p, gd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gitfile returns the git directory that the gitfile p names and its
+// common directory, when they exist, and records those in the trees.
+func (w *walker) gitfile(p string) ([]string, error) {
 	dir, err := readGitfile(p)
 	if err != nil || dir == "" {
-		return nil // not a gitfile git would use: nothing more to protect
+		return nil, nil // not a gitfile git would use: nothing more to protect
 	}
+	var dirs []string
 	for range 2 { // the git dir, then its commondir
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(filepath.Dir(p), dir)
 		}
 		dir = filepath.Clean(dir)
-		root := w.rootOf(dir)
-		if root == "" {
-			return nil // outside the writable trees: not the program's to change
+		r, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return dirs, nil // missing: git fails on it, no hooks run
 		}
-		if r, err := filepath.EvalSymlinks(dir); err != nil {
-			return nil // missing: git fails on it, no hooks run
-		} else if r != dir && !w.opened[dir] && !w.opened[r] {
-			return fmt.Errorf("%w: the git directory %s named by %s lies through a symlink, which the program could replace; run without --write, or open it deliberately with --rw %s", ErrProtectedSymlink, dir, p, dir)
-		}
-		if !w.opened[dir] {
+		dirs = append(dirs, r)
+		if w.rootOf(dir) != "" && !w.opened[dir] && !w.opened[r] {
+			if r != dir {
+				return nil, fmt.Errorf("%w: the git directory %s named by %s lies through a symlink, which the program could replace; run without --write, or open it deliberately with --rw %s", ErrProtectedSymlink, dir, p, dir)
+			}
 			w.found = append(w.found, dir)
 		}
-		cd, err := os.ReadFile(filepath.Join(dir, "commondir"))
+		cd, err := os.ReadFile(filepath.Join(r, "commondir"))
 		if err != nil {
-			return nil
+			break
 		}
-		p, dir = filepath.Join(dir, "commondir"), strings.TrimSpace(string(cd))
+		p, dir = filepath.Join(r, "commondir"), strings.TrimSpace(string(cd))
+	}
+	return dirs, nil
+}
+
+// hooksPath records the directory core.hooksPath names in the config of
+// git directory gd, for the repository whose .git entry is dotgit (a
+// relative path is taken from the top of its working tree, as git does).
+// A hooks directory that does not exist yet in a tree is refused: the
+// program could create it and fill it with hooks. Only the config files
+// themselves are read: a hooksPath set in an included file, or in the
+// user's or the system's config, is not seen (see SECURITY.md).
+func (w *walker) hooksPath(dotgit, gd string) error {
+	for _, name := range []string{"config", "config.worktree"} {
+		data, err := os.ReadFile(filepath.Join(gd, name))
+		if err != nil {
+			continue
+		}
+		hp := parseHooksPath(string(data))
+		if hp == "" || strings.HasPrefix(hp, "~") {
+			continue // unset, or in the host user's home, which is not visible
+		}
+		if !filepath.IsAbs(hp) {
+			hp = filepath.Join(filepath.Dir(dotgit), hp)
+		}
+		hp = filepath.Clean(hp)
+		if w.rootOf(hp) == "" || w.opened[hp] {
+			continue
+		}
+		r, err := filepath.EvalSymlinks(hp)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("protected paths: core.hooksPath of %s names %s, which does not exist: the program could create it with hooks of its own; create it before the run (mkdir %s), or open it deliberately with --rw", gd, hp, hp)
+		case err != nil:
+			return fmt.Errorf("protected paths: core.hooksPath of %s: %w", gd, err)
+		case r != hp && !w.opened[r]:
+			return fmt.Errorf("%w: core.hooksPath of %s names %s, through a symlink, which the program could replace; run without --write, or open it deliberately with --rw %s", ErrProtectedSymlink, gd, hp, hp)
+		case r == hp:
+			w.found = append(w.found, hp)
+		}
 	}
 	return nil
+}
+
+// parseHooksPath returns the last core.hooksPath of a git config file's
+// text, or "". It reads git's syntax as far as a path needs: sections
+// and keys case-insensitively, comments after # or ;, a quoted value.
+func parseHooksPath(cfg string) string {
+	var section, val string
+	for _, line := range strings.Split(cfg, "\n") {
+		l := strings.TrimSpace(line)
+		if strings.HasPrefix(l, "[") {
+			end := strings.IndexByte(l, ']')
+			if end < 0 {
+				continue
+			}
+			section = strings.ToLower(strings.TrimSpace(l[1:end]))
+			l = strings.TrimSpace(l[end+1:]) // "[core] hooksPath = x"
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if section != "core" || !ok || !strings.EqualFold(strings.TrimSpace(k), "hookspath") {
+			continue
+		}
+		val = configValue(v)
+	}
+	return val
+}
+
+// configValue is a git config value: quotes removed, a comment outside
+// quotes cut off, outer blanks trimmed.
+func configValue(v string) string {
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\' && i+1 < len(v):
+			i++
+			b.WriteByte(v[i])
+		case (c == '#' || c == ';') && !quoted:
+			return strings.TrimSpace(b.String())
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // readGitfile returns the path a gitfile names ("gitdir: PATH" on its

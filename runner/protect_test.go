@@ -27,6 +27,23 @@ func TestParseGitfile(t *testing.T) {
 	}
 }
 
+func TestParseHooksPath(t *testing.T) {
+	for _, tc := range []struct{ cfg, want string }{
+		{"[core]\n\thooksPath = .githooks\n", ".githooks"},
+		{"[Core]\n\tHOOKSPATH=.husky/_ ; husky\n", ".husky/_"},
+		{"[core] hooksPath = \"dir with # hash\" # comment\n", "dir with # hash"},
+		{"[core]\n\thooksPath = a\n[core]\n\thooksPath = b\n", "b"},
+		{"[core \"x\"]\n\thooksPath = a\n", ""},
+		{"[user]\n\thooksPath = a\n[core]\n\tbare = false\n", ""},
+		{"[core]\n#\thooksPath = a\n", ""},
+		{"", ""},
+	} {
+		if got := parseHooksPath(tc.cfg); got != tc.want {
+			t.Errorf("parseHooksPath(%q) = %q, want %q", tc.cfg, got, tc.want)
+		}
+	}
+}
+
 // tree builds a workspace from specs: "d/" a directory, "f" an empty
 // file, "f=TEXT" a file with TEXT, "l->TARGET" a symlink.
 func tree(t *testing.T, specs ...string) string {
@@ -138,6 +155,31 @@ func TestProtectPaths(t *testing.T) {
 			ro:    []string{"sub/.git"}, pin: []string{"sub"},
 		},
 		{
+			name:  "core.hooksPath in the workspace",
+			tree:  []string{".git/config=[core]\n\thooksPath = .githooks\n", ".githooks/pre-commit", "sub/.git/config=[core]\nhooksPath=/nonexistent/hooks\n"},
+			write: true,
+			ro:    []string{".git", ".githooks", "sub/.git"},
+			pin:   []string{"sub"},
+		},
+		{
+			name:  "core.hooksPath of a worktree's git dir outside the trees",
+			tree:  []string{".git=gitdir: GITDIR\n", "hooks/"},
+			write: true,
+			ro:    []string{".git", "hooks"}, pin: []string{},
+		},
+		{
+			name:  "core.hooksPath that does not exist yet refused",
+			tree:  []string{".git/config=[core]\n\thooksPath = .githooks\n"},
+			write: true,
+			err:   "does not exist",
+		},
+		{
+			name:  "core.hooksPath through a symlink refused",
+			tree:  []string{".git/config=[core]\n\thooksPath = .githooks\n", "real/", ".githooks->real"},
+			write: true,
+			err:   "symlink",
+		},
+		{
 			name:  "symlinked .git refused",
 			tree:  []string{".bare/", ".git->.bare"},
 			write: true,
@@ -195,6 +237,15 @@ func TestProtectPaths(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// GITDIR: a git directory outside the workspace whose config
+			// names the workspace's hooks dir.
+			outside := t.TempDir()
+			if err := os.WriteFile(filepath.Join(outside, "config"), []byte("[core]\n\thooksPath = hooks\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for i := range tc.tree {
+				tc.tree[i] = strings.ReplaceAll(tc.tree[i], "GITDIR", outside)
+			}
 			ws := tree(t, tc.tree...)
 			var rw []string
 			for _, p := range tc.rw {

@@ -110,11 +110,13 @@ func wantOps(t *testing.T, what string, got, want map[string]string) {
 func hostHas(t *testing.T, ws string, files map[string]string) {
 	t.Helper()
 	for _, f := range slices.Sorted(maps.Keys(files)) {
-		data, err := os.ReadFile(filepath.Join(ws, f))
-		switch {
-		case files[f] == "" && err == nil:
-			t.Errorf("host: %s exists after the run: %q", f, data)
-		case files[f] != "" && (err != nil || string(data) != files[f]):
+		if files[f] == "" {
+			if _, err := os.Lstat(filepath.Join(ws, f)); err == nil {
+				t.Errorf("host: %s exists after the run", f)
+			}
+			continue
+		}
+		if data, err := os.ReadFile(filepath.Join(ws, f)); err != nil || string(data) != files[f] {
 			t.Errorf("host: %s = %q (%v), want %q", f, data, err, files[f])
 		}
 	}
@@ -288,4 +290,34 @@ func TestProtectedSymlink(t *testing.T) {
 		t.Errorf("control: .git not replaced by a directory on the host: %v, %v", fi, err)
 	}
 	hostHas(t, b.ws, map[string]string{"ran": "ran\n", ".git/hooks/pre-commit": "attack\n"})
+}
+
+// TestProtectedHooksPath: the hooks directory that core.hooksPath names
+// in the workspace is protected like .git; one that does not exist yet
+// makes sbx refuse --write (the program could create it), naming the fix.
+func TestProtectedHooksPath(t *testing.T) {
+	b := newBox(t)
+	for _, f := range []string{".git/config", ".githooks/pre-commit", "tools/pre-commit"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(b.ws, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(b.ws, f), "original\n", 0o755)
+	}
+	writeFile(t, filepath.Join(b.ws, ".git/config"), "[core]\n\thooksPath = .githooks\n", 0o644)
+	chownTree(t, b.ws)
+	steps := []string{"write:.githooks/pre-commit", "rename:.githooks:.githooks.old", "write:tools/pre-commit"}
+	wantOps(t, "--write", b.ops([]string{"--write"}, steps...), map[string]string{
+		"write:.githooks/pre-commit": "EROFS", "rename:.githooks:.githooks.old": "EBUSY", "write:tools/pre-commit": "OK",
+	})
+	hostHas(t, b.ws, map[string]string{".githooks/pre-commit": "original\n", "tools/pre-commit": "attack\n"})
+	wantOps(t, "--write --rw .githooks", b.ops([]string{"--write", "--rw", ".githooks"}, "write:.githooks/pre-commit"), map[string]string{"write:.githooks/pre-commit": "OK"})
+	hostHas(t, b.ws, map[string]string{".githooks/pre-commit": "attack\n"})
+
+	writeFile(t, filepath.Join(b.ws, ".git/config"), "[core]\n\thooksPath = .hooks-to-be\n", 0o644)
+	missing := filepath.Join(b.ws, ".hooks-to-be")
+	r := b.run("--write", "--", "sh", "-c", "mkdir .hooks-to-be")
+	if want := "sbx: protected paths: core.hooksPath of " + filepath.Join(b.ws, ".git") + " names " + missing + ", which does not exist"; r.code != exitSbxError || !strings.HasPrefix(r.stderr, want) || len(lines(r.stderr)) != 1 {
+		t.Errorf("--write with core.hooksPath missing: want exit 125 and %q...\n%v", want, r)
+	}
+	hostHas(t, b.ws, map[string]string{".hooks-to-be": ""})
 }
