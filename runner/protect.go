@@ -72,6 +72,20 @@ type walkLimits struct {
 // defaultWalkLimits are the limits of every run.
 var defaultWalkLimits = walkLimits{dirs: 50000, time: 3 * time.Second, mounts: 512}
 
+// anyDepthNames maps the first component of each name of ProtectedNames
+// that is looked up at any depth to the rest of each such name ("" for a
+// one-component name): the walk's lookup for every entry it reads.
+var anyDepthNames = func() map[string][]string {
+	m := map[string][]string{}
+	for _, n := range ProtectedNames {
+		if n.anyDepth {
+			first, rest, _ := strings.Cut(n.name, "/")
+			m[first] = append(m[first], rest)
+		}
+	}
+	return m
+}()
+
 // prunedDirs are directory names the walk does not enter. node_modules
 // holds trees of tens of thousands of directories that package managers
 // rewrite all the time, and its content is code the host runs anyway
@@ -185,27 +199,24 @@ func (w *walker) walk(root string, top bool) error {
 		queue = queue[1:]
 		w.dirs++
 		if w.dirs > w.lim.dirs || time.Now().After(w.deadline) {
-			return fmt.Errorf("protected paths: %s has more than %d directories or took more than %s to search for entries to protect (.git at any depth, ...); run with a narrower --workspace, or without --write", root, w.lim.dirs, w.lim.time)
+			fix := "run with a narrower --workspace, or without --write"
+			if !top {
+				fix = "show it with --ro instead of --rw, or a narrower --rw path"
+			}
+			return fmt.Errorf("protected paths: the writable trees have more than %d directories, or took more than %s, to search for entries to protect (.git at any depth, ...; stopped in %s); %s", w.lim.dirs, w.lim.time, root, fix)
 		}
 		ents, err := readDir(dir)
 		if err != nil {
 			return fmt.Errorf("protected paths: search %s: %w", dir, err)
 		}
 		for _, e := range ents {
+			rests := anyDepthNames[e.Name()]
 			p := filepath.Join(dir, e.Name())
 			matched := false
-			for _, n := range ProtectedNames {
-				if !n.anyDepth {
-					continue
-				}
-				first, rest, multi := strings.Cut(n.name, "/")
-				if e.Name() != first {
-					continue
-				}
-				matched = !multi
-				full := p
-				if multi {
-					full = filepath.Join(p, rest)
+			for _, rest := range rests {
+				matched = matched || rest == ""
+				full := filepath.Join(p, rest)
+				if rest != "" {
 					if _, err := os.Lstat(full); err != nil {
 						continue
 					}
@@ -215,8 +226,10 @@ func (w *walker) walk(root string, top bool) error {
 				}
 			}
 			// The inside of a protected directory is read-only as a
-			// whole; a symlink is not followed (its target, if in a
-			// tree, is walked where it lies).
+			// whole; the first component of a longer name (.github
+			// of .github/workflows) is walked like any directory; a
+			// symlink is not followed (its target, if in a tree, is
+			// walked where it lies).
 			if !matched && e.IsDir() && !prunedDirs[e.Name()] {
 				queue = append(queue, p)
 			}
