@@ -126,9 +126,14 @@ var ErrProtectedSymlink = errors.New("protected entry is a symlink")
 // mount can make the link's target read-only but not the link, which the
 // program could unlink and replace with a directory of its own (a .git
 // with a hook that the host's git runs). mount(2) follows a symlink at
-// the mount point, and libcontainer resolves every destination inside the
-// rootfs with securejoin, which follows it too, so the name itself cannot
-// be covered by the config.
+// the mount point, and libcontainer opens every destination with
+// pathrs.OpenInRoot, which follows it too, so the config cannot name the
+// link itself. The kernel could: a clone of the link made with
+// open_tree(OPEN_TREE_CLONE|AT_SYMLINK_NOFOLLOW) and move_mount'ed onto
+// the link without MOVE_MOUNT_T_SYMLINKS makes its unlink and rename fail
+// with EBUSY (tried on 6.18); doing that in the sandbox's mount namespace
+// would take a helper outside libcontainer's setup, which sbx does not
+// have. Refusing, with the fix named, fails closed.
 func protectPaths(ws string, write bool, rw []string) (Protection, error) {
 	return protectPathsWith(ws, write, rw, defaultWalkLimits)
 }
