@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A protectedName is a workspace entry that runs later outside the sandbox
@@ -109,7 +113,13 @@ type Protection struct {
 	// place (mv .config .config.moved && mkdir -p .config/fish). Their
 	// other contents stay writable.
 	Pinned []string
+	// ids are the identities of ReadOnly and Pinned as the walk found
+	// them (see verify).
+	ids map[string]fileID
 }
+
+// fileID identifies a file: its device and inode.
+type fileID struct{ dev, ino uint64 }
 
 // ErrProtectedSymlink is wrapped by the error for a protected entry that is
 // a symlink (see protectPaths).
@@ -163,7 +173,9 @@ func protectPathsWith(ws string, write bool, rw []string, lim walkLimits) (Prote
 			return Protection{}, err
 		}
 	}
-	return w.result()
+	pr, err := w.result()
+	afterProtectWalk()
+	return pr, err
 }
 
 // walker holds the state of one protectPaths.
@@ -493,7 +505,41 @@ func (w *walker) result() (Protection, error) {
 	if n := len(pr.ReadOnly) + len(pr.Pinned); n > w.lim.mounts {
 		return Protection{}, fmt.Errorf("protected paths: %d entries and directories above them to protect, more than %d; run with a narrower --workspace, or without --write", n, w.lim.mounts)
 	}
+	pr.ids = map[string]fileID{}
+	for _, p := range slices.Concat(pr.ReadOnly, pr.Pinned) {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return Protection{}, fmt.Errorf("protected paths: %w", &os.PathError{Op: "lstat", Path: p, Err: err})
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return Protection{}, fmt.Errorf("%w: %s became one while sbx looked for protected entries; not running", ErrProtectedSymlink, p)
+		}
+		pr.ids[p] = fileID{uint64(st.Dev), st.Ino}
+	}
 	return pr, nil
+}
+
+// verify checks, once the sandbox's mounts are in place and before its
+// program starts, that each protected entry and pinned directory, seen
+// through the root of the sandbox's PID 1 (pid), is the file the walk
+// found. libcontainer opens bind sources by their host path, following
+// symlinks, and the program of another run on the same tree could swap a
+// path for a symlink between the walk and the mount: a pin would then be
+// a writable bind of whatever the link names (a host directory outside
+// the workspace). Any such swap changes the identity found here, and the
+// run ends before the program starts.
+func (pr Protection) verify(pid int) error {
+	root := "/proc/" + strconv.Itoa(pid) + "/root"
+	for _, p := range slices.Sorted(maps.Keys(pr.ids)) {
+		var st unix.Stat_t
+		if err := unix.Lstat(root+p, &st); err != nil {
+			return fmt.Errorf("protected paths: check %s in the sandbox: %w", p, err)
+		}
+		if id := pr.ids[p]; uint64(st.Dev) != id.dev || st.Ino != id.ino {
+			return fmt.Errorf("protected paths: %s in the sandbox is not what sbx found there (replaced while the sandbox was set up); not running", p)
+		}
+	}
+	return nil
 }
 
 // isMountRoot reports whether d is a mount point of the sandbox already:

@@ -330,3 +330,47 @@ func BenchmarkProtectPaths(b *testing.B) {
 		}
 	}
 }
+
+// TestProtectionVerify: verify passes when the paths are what the walk
+// found (seen here through this process's own root), and fails when one
+// was replaced after the walk: by another directory, or by a symlink.
+func TestProtectionVerify(t *testing.T) {
+	ws := tree(t, "lib/repo/.git/", ".envrc", "other/")
+	pr, err := protectPaths(ws, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.ids) != 4 { // lib/repo/.git, .envrc; lib, lib/repo
+		t.Fatalf("ids of %d paths, want 4: %v", len(pr.ids), pr.ids)
+	}
+	if err := pr.verify(os.Getpid()); err != nil {
+		t.Fatalf("verify of an untouched tree: %v", err)
+	}
+	lib, other := filepath.Join(ws, "lib"), filepath.Join(ws, "other")
+	for _, swap := range []struct {
+		name     string
+		in, undo func() error
+	}{
+		{"another directory", func() error { return os.Rename(other, lib) }, func() error { return os.Rename(lib, other) }},
+		{"a symlink", func() error { return os.Symlink(other, lib) }, func() error { return os.Remove(lib) }},
+	} {
+		if err := os.Rename(lib, lib+".old"); err != nil {
+			t.Fatal(err)
+		}
+		if err := swap.in(); err != nil {
+			t.Fatal(err)
+		}
+		if err := pr.verify(os.Getpid()); err == nil || !strings.Contains(err.Error(), lib+" in the sandbox is not what sbx found there") {
+			t.Errorf("verify after %s was replaced by %s: %v", lib, swap.name, err)
+		}
+		if err := swap.undo(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(lib+".old", lib); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pr.verify(os.Getpid()); err != nil {
+		t.Errorf("verify after the tree was restored: %v", err)
+	}
+}

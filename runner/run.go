@@ -175,6 +175,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			}
 		}
 	}()
+	if err := o.protect.verify(sb.Pid()); err != nil {
+		return res, err
+	}
 	rep.setSandbox(sb.Pid(), spec.Workspace, spec.Write)
 	if wall != nil {
 		rep.readMounts(sb.Pid()) // the tracer comes with the wall
@@ -436,6 +439,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	spec.HostNetwork = o.HostNetwork
 	spec.Landlock = t.landlock
 	o.tiers = t
+	o.protect = prot
 	if err := spec.Validate(); err != nil {
 		cleanup()
 		return nil, nop, err

@@ -321,3 +321,48 @@ func TestProtectedHooksPath(t *testing.T) {
 	}
 	hostHas(t, b.ws, map[string]string{".hooks-to-be": ""})
 }
+
+// TestProtectedSwapRace: a directory above a protected entry replaced by
+// a symlink between sbx's walk and the sandbox's mounts (as the program of
+// another run on the same tree could) would make libcontainer mount what
+// the link names, writable, in the pin's place. sbx checks each protected
+// and pinned path in the set-up sandbox against what the walk found, and
+// refuses to start the program (125). The sbxtest build does the swap
+// (SBX_TEST_PROTECT_SWAP); without it the same binary runs the program.
+func TestProtectedSwapRace(t *testing.T) {
+	b := newBox(t)
+	bin := testBin(t)
+	protectFixture(t, b.ws)
+	victim := b.tempDir()
+	if err := os.MkdirAll(filepath.Join(victim, "repo/.git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(victim, "keep"), "host\n", 0o644)
+	chownTree(t, victim)
+	lib := filepath.Join(b.ws, "lib")
+	args := []string{"run", "--write", "--", "sh", "-c", "echo ran > ran; echo attack > lib/keep"}
+
+	p := b.startCmd(opts{env: []string{"SBX_TEST_PROTECT_SWAP=" + lib + "=" + victim}}, bin, args...)
+	p.sbxRun = true
+	r := p.wait()
+	want := "sbx: protected paths: " + lib + " in the sandbox is not what sbx found there (replaced while the sandbox was set up); not running\n"
+	if r.code != exitSbxError || r.stdout != "" || r.stderr != want {
+		t.Errorf("swap of %s after the walk: want exit 125 and %q\n%v", lib, want, r)
+	}
+	hostHas(t, b.ws, map[string]string{"ran": ""})
+	hostHas(t, victim, map[string]string{"keep": "host\n"})
+
+	// Control: the same binary, no swap.
+	if err := os.Remove(lib); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(lib+".sbx-swapped", lib); err != nil {
+		t.Fatal(err)
+	}
+	p = b.startCmd(opts{}, bin, args...)
+	p.sbxRun = true
+	if r := p.wait(); r.code != 0 || r.stderr != "" {
+		t.Errorf("control: no swap: want the program to run\n%v", r)
+	}
+	hostHas(t, b.ws, map[string]string{"ran": "ran\n", "lib/keep": "attack\n"})
+}
