@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseGitfile(t *testing.T) {
@@ -178,6 +180,12 @@ func TestProtectPaths(t *testing.T) {
 			tree:  []string{".git/config=[core]\n\thooksPath = .githooks\n", "real/", ".githooks->real"},
 			write: true,
 			err:   "symlink",
+		},
+		{
+			name:  "a symlink to a directory is not walked",
+			tree:  []string{"real/.git/", "alias->real", "ext->GITDIR"},
+			write: true,
+			ro:    []string{"real/.git"}, pin: []string{"real"},
 		},
 		{
 			name:  "symlinked .git refused",
@@ -372,5 +380,43 @@ func TestProtectionVerify(t *testing.T) {
 	}
 	if err := pr.verify(os.Getpid()); err != nil {
 		t.Errorf("verify after the tree was restored: %v", err)
+	}
+}
+
+// TestReadDir: readDir lists every entry of a directory bigger than its
+// buffer, with the same names and directory bits as os.ReadDir.
+func TestReadDir(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string]bool{}
+	for i := range 3000 {
+		name := fmt.Sprintf("entry-with-a-long-name-to-fill-the-buffer-%04d", i)
+		p := filepath.Join(dir, name)
+		var err error
+		switch i % 3 {
+		case 0:
+			err = os.Mkdir(p, 0o755)
+		case 1:
+			err = os.WriteFile(p, nil, 0o644)
+		case 2:
+			err = os.Symlink(dir, p) // a symlink to a directory is not one
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[name] = i%3 == 0
+	}
+	got, err := readDir(dir, make([]byte, 4096), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range got {
+		seen[e.name] = e.dir
+	}
+	if !reflect.DeepEqual(seen, want) || len(got) != len(want) {
+		t.Errorf("readDir: %d entries, want %d; differences in names or types", len(got), len(want))
+	}
+	if _, err := readDir(filepath.Join(dir, "entry-with-a-long-name-to-fill-the-buffer-0002"), make([]byte, 4096), nil); !errors.Is(err, unix.ENOTDIR) {
+		t.Errorf("readDir of a symlink: %v, want ENOTDIR (not followed)", err)
 	}
 }
