@@ -171,7 +171,7 @@ func protectPathsWith(ws string, write bool, rw []string, lim walkLimits) (Prote
 		w.roots = append(w.roots, p)
 	}
 	for _, root := range w.roots {
-		if err := w.walk(root, root == ws && write); err != nil {
+		if err := w.walk(root, root == ws); err != nil {
 			return Protection{}, err
 		}
 	}

@@ -238,6 +238,12 @@ func TestProtectPaths(t *testing.T) {
 			pin:  []string{"lib/x"},
 		},
 		{
+			name: "--rw of the workspace itself: as --write",
+			tree: []string{".git/", ".bashrc", "sub/.envrc"},
+			rw:   []string{"."},
+			ro:   []string{".bashrc", ".git", "sub/.envrc"}, pin: []string{"sub"},
+		},
+		{
 			name:  "pins pass --rw mounts inside the workspace",
 			tree:  []string{"a/b/c/.git/"},
 			write: true, rw: []string{"a/b"},
