@@ -228,8 +228,17 @@ func (w *walker) walk(root string, top bool) error {
 			return fmt.Errorf("protected paths: the writable trees have more than %d directories, or took more than %s, to search for entries to protect (.git at any depth, ...; stopped in %s); %s", w.lim.dirs, w.lim.time, root, fix)
 		}
 		ents, err := readDir(dir, w.buf, w.ents)
+		if errors.Is(err, unix.EACCES) && unix.Access(dir, unix.X_OK) != nil {
+			// Only a rootless sbx meets a directory it may not read
+			// (root reads all), and then it runs as the program's
+			// uid: a directory the program cannot even search holds
+			// nothing it could change. One it can search but not
+			// read fails the run below (its entries could be reached
+			// by name).
+			continue
+		}
 		if err != nil {
-			return fmt.Errorf("protected paths: search %s: %w", dir, err)
+			return fmt.Errorf("protected paths: search %s: %w (let the user read it, or narrow --workspace)", dir, err)
 		}
 		w.ents = ents
 		for _, e := range ents {

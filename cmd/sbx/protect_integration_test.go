@@ -366,3 +366,52 @@ func TestProtectedSwapRace(t *testing.T) {
 	}
 	hostHas(t, b.ws, map[string]string{"ran": "ran\n", "lib/keep": "attack\n"})
 }
+
+// TestProtectedUnreadable: rootless, sbx searches the workspace as the
+// user, and meets directories the user may not read. One the user (and so
+// the program) cannot even search holds nothing the program could change,
+// and is skipped; one it can search but not read could hold a .git it
+// reaches by name, and makes --write refuse to run (125, naming it). As
+// root, sbx reads every directory and this cannot happen.
+func TestProtectedUnreadable(t *testing.T) {
+	b := newBox(t)
+	if !rootless() {
+		t.Skip("only a rootless sbx meets a directory it may not read (root reads all): run with " + asUserEnv)
+	}
+	for _, d := range []string{"locked/repo/.git", "searchable/repo/.git/hooks"} {
+		if err := os.MkdirAll(filepath.Join(b.ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(b.ws, "searchable/repo/.git/hooks/pre-commit"), "original\n", 0o777)
+	chownTree(t, b.ws)
+	// Owned by root: the user gets only what the modes give others.
+	locked, searchable := filepath.Join(b.ws, "locked"), filepath.Join(b.ws, "searchable")
+	for d, mode := range map[string]os.FileMode{locked: 0o700, searchable: 0o711} {
+		if err := os.Chown(d, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := b.run("--write", "--", "sh", "-c", "echo ran > ran")
+	want := "sbx: protected paths: search " + searchable + ": open " + searchable + ": permission denied (let the user read it, or narrow --workspace)\n"
+	if r.code != exitSbxError || r.stderr != want {
+		t.Errorf("--write with %s searchable but not readable: want exit 125 and %q\n%v", searchable, want, r)
+	}
+	hostHas(t, b.ws, map[string]string{"ran": ""})
+	// Control: the program could indeed reach the hook by name.
+	if c := b.host(opts{}, "sh", "-c", "echo attack > searchable/repo/.git/hooks/pre-commit"); c.code != 0 {
+		t.Errorf("control: the user writes the hook by name on the host\n%v", c)
+	}
+
+	if err := os.RemoveAll(searchable); err != nil {
+		t.Fatal(err)
+	}
+	r = b.run("--write", "--", "sh", "-c", "echo ran > ran; ls locked")
+	if r.code != 2 || r.stderr != "ls: cannot open directory 'locked': Permission denied\n" {
+		t.Errorf("--write with %s unsearchable: want the run to go ahead, and ls to fail with EACCES\n%v", locked, r)
+	}
+	hostHas(t, b.ws, map[string]string{"ran": "ran\n"})
+}
