@@ -127,11 +127,16 @@ type fileID struct{ dev, ino uint64 }
 // a symlink (see protectPaths).
 var ErrProtectedSymlink = errors.New("protected entry is a symlink")
 
-// protectPaths finds what to protect: with write, in the workspace ws;
-// always, in the directories of rw (the resolved --rw paths). A protected
-// entry is opened (left writable) only by an --rw path that names it
-// exactly, so --rw .git opens the workspace's .git but --rw sub keeps
-// sub/.git protected.
+// protectPaths finds what to protect in the writable trees of a run: the
+// workspace ws with write, and the directories of rw (the resolved --rw
+// paths); ro are the resolved --ro paths. Each of them is a mount of the
+// sandbox, and the walk of a writable one stops at the others: a
+// read-only one (an --ro path, the workspace without --write) holds
+// nothing to protect and no directory to pin (a pin is a writable mount,
+// which would open it), and a writable one is walked as a tree of its own.
+// A protected entry is opened (left writable) only by an --rw path that
+// names it exactly, so --rw .git opens the workspace's .git but --rw sub
+// keeps sub/.git protected.
 //
 // A protected entry that is a symlink (or that lies under a symlink, such
 // as .config/fish with .config a symlink) is refused unless opened: a
@@ -146,31 +151,30 @@ var ErrProtectedSymlink = errors.New("protected entry is a symlink")
 // with EBUSY (tried on 6.18); doing that in the sandbox's mount namespace
 // would take a helper outside libcontainer's setup, which sbx does not
 // have. Refusing, with the fix named, fails closed.
-func protectPaths(ws string, write bool, rw []string) (Protection, error) {
-	return protectPathsWith(ws, write, rw, defaultWalkLimits)
+func protectPaths(ws string, write bool, ro, rw []string) (Protection, error) {
+	return protectPathsWith(ws, write, ro, rw, defaultWalkLimits)
 }
 
 // protectPathsWith is protectPaths with the walk's limits.
-func protectPathsWith(ws string, write bool, rw []string, lim walkLimits) (Protection, error) {
-	w := &walker{opened: map[string]bool{}, lim: lim, deadline: time.Now().Add(lim.time), buf: make([]byte, 32<<10)}
+func protectPathsWith(ws string, write bool, ro, rw []string, lim walkLimits) (Protection, error) {
+	w := &walker{mounts: map[string]bool{ws: write}, opened: map[string]bool{}, lim: lim, deadline: time.Now().Add(lim.time), buf: make([]byte, 32<<10)}
+	// The order of sandbox.Spec.Config: at the same path an --rw mount
+	// lies over an --ro one, and both over the workspace.
+	for _, p := range ro {
+		w.mounts[p] = false
+	}
 	for _, p := range rw {
+		w.mounts[p] = true
 		w.opened[p] = true
-		w.mountRoots = append(w.mountRoots, p)
 	}
-	if write {
-		w.mountRoots = append(w.mountRoots, ws)
-		w.roots = append(w.roots, ws)
-	}
-	for _, p := range rw {
-		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
-			continue // a file: named exactly, so opened
+	var roots []string
+	for p, writable := range w.mounts {
+		if fi, err := os.Stat(p); writable && err == nil && fi.IsDir() {
+			roots = append(roots, p) // a file: named exactly, so opened
 		}
-		if slices.ContainsFunc(w.roots, func(r string) bool { return within(p, r) }) {
-			continue // walked with its ancestor's tree
-		}
-		w.roots = append(w.roots, p)
 	}
-	for _, root := range w.roots {
+	slices.Sort(roots)
+	for _, root := range roots {
 		if err := w.walk(root, root == ws); err != nil {
 			return Protection{}, err
 		}
@@ -182,18 +186,39 @@ func protectPathsWith(ws string, write bool, rw []string, lim walkLimits) (Prote
 
 // walker holds the state of one protectPaths.
 type walker struct {
-	// roots are the writable trees walked; mountRoots are the mount
-	// points of the sandbox among them and below them (the workspace,
-	// the --rw paths), which need no pinning.
-	roots, mountRoots []string
-	opened            map[string]bool
-	found             []string
-	dirs              int
-	lim               walkLimits
-	deadline          time.Time
+	// mounts are the sandbox's mounts of host paths at their own path
+	// (the workspace, --ro and --rw paths), each with whether it is
+	// writable.
+	mounts   map[string]bool
+	opened   map[string]bool
+	found    []string
+	dirs     int
+	lim      walkLimits
+	deadline time.Time
 	// buf and ents are readDir's, reused from one directory to the next.
 	buf  []byte
 	ents []dirent
+}
+
+// mountOf returns the mount p lies in (the longest mounted path that is p
+// or above it) and whether it is writable; "" outside every mount.
+func (w *walker) mountOf(p string) (string, bool) {
+	for d := p; ; d = filepath.Dir(d) {
+		if writable, ok := w.mounts[d]; ok {
+			return d, writable
+		}
+		if d == "/" || d == "." {
+			return "", false
+		}
+	}
+}
+
+// inWritable reports whether p lies in a writable mount and is not itself
+// mounted: a path the program could change, and that needs a mount of its
+// own to be protected or pinned.
+func (w *walker) inWritable(p string) bool {
+	m, writable := w.mountOf(p)
+	return writable && m != p
 }
 
 // walk looks for protected entries in the tree at root; top says root is
@@ -261,8 +286,10 @@ func (w *walker) walk(root string, top bool) error {
 			// whole; the first component of a longer name (.github
 			// of .github/workflows) is walked like any directory; a
 			// symlink is not followed (its target, if in a tree, is
-			// walked where it lies).
-			if !matched && e.dir && !prunedDirs[e.name] {
+			// walked where it lies); another mount is walked as a
+			// tree of its own if writable.
+			_, mounted := w.mounts[p]
+			if !matched && e.dir && !prunedDirs[e.name] && !mounted {
 				queue = append(queue, p)
 			}
 		}
@@ -331,8 +358,8 @@ func readDir(dir string, buf []byte, out []dirent) ([]dirent, error) {
 // refuses it if it (or a directory between root and it) is a symlink.
 // A gitfile's git directory is recorded too.
 func (w *walker) entry(root, p string) error {
-	if w.opened[p] {
-		return nil
+	if w.opened[p] || !w.inWritable(p) {
+		return nil // opened, read-only already, or mounted (--ro, --rw)
 	}
 	for d := p; d != root && within(d, root); d = filepath.Dir(d) {
 		fi, err := os.Lstat(d)
@@ -400,7 +427,7 @@ func (w *walker) gitfile(p string) ([]string, error) {
 			return dirs, nil // missing: git fails on it, no hooks run
 		}
 		dirs = append(dirs, r)
-		if w.rootOf(dir) != "" && !w.opened[dir] && !w.opened[r] {
+		if w.inWritable(dir) && !w.opened[dir] && !w.opened[r] {
 			if r != dir {
 				return nil, fmt.Errorf("%w: the git directory %s named by %s lies through a symlink, which the program could replace; run without --write, or open it deliberately with --rw %s", ErrProtectedSymlink, dir, p, dir)
 			}
@@ -436,7 +463,7 @@ func (w *walker) hooksPath(dotgit, gd string) error {
 			hp = filepath.Join(filepath.Dir(dotgit), hp)
 		}
 		hp = filepath.Clean(hp)
-		if w.rootOf(hp) == "" || w.opened[hp] {
+		if !w.inWritable(hp) || w.opened[hp] {
 			continue
 		}
 		r, err := filepath.EvalSymlinks(hp)
@@ -524,19 +551,9 @@ func parseGitfile(line string) string {
 	return strings.TrimSpace(dir)
 }
 
-// rootOf returns the walked tree p lies in, or "".
-func (w *walker) rootOf(p string) string {
-	for _, r := range w.roots {
-		if within(p, r) {
-			return r
-		}
-	}
-	return ""
-}
-
 // result turns the entries found into mounts: entries inside another
-// entry are covered by it; every directory between an entry and the root
-// of its tree is pinned, but for those that are mount points already.
+// entry are covered by it; every directory above an entry that the
+// program could rename is pinned.
 func (w *walker) result() (Protection, error) {
 	var pr Protection
 	slices.Sort(w.found)
@@ -549,11 +566,15 @@ func (w *walker) result() (Protection, error) {
 	}
 	pinned := map[string]bool{}
 	for _, p := range pr.ReadOnly {
-		// Up to the walked tree's root, passing --rw mounts inside it:
-		// renaming a directory above a mount moves the mount along.
-		root := w.rootOf(p)
-		for d := filepath.Dir(p); d != root && within(d, root); d = filepath.Dir(d) {
-			if !w.isMountRoot(d) {
+		// Up to the top of the sandbox's views of the host: renaming
+		// a directory moves the mounts below it along, so a pin is
+		// needed above an --rw mount too, wherever the program may
+		// rename (not in a read-only mount, not a mount point itself).
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			if m, _ := w.mountOf(d); m == "" {
+				break
+			}
+			if w.inWritable(d) {
 				pinned[d] = true
 			}
 		}
@@ -602,10 +623,4 @@ func (pr Protection) verify(pid int) error {
 		}
 	}
 	return nil
-}
-
-// isMountRoot reports whether d is a mount point of the sandbox already:
-// the workspace or an --rw path.
-func (w *walker) isMountRoot(d string) bool {
-	return slices.Contains(w.mountRoots, d)
 }

@@ -91,7 +91,8 @@ func TestProtectPaths(t *testing.T) {
 		name    string
 		tree    []string
 		write   bool
-		rw      []string // relative to the workspace
+		ws      string   // the workspace, below the tree's top ("" for the top)
+		rw, roF []string // --rw and --ro paths, relative to the tree's top
 		ro, pin []string
 		err     string // substring; "symlink" also checks ErrProtectedSymlink
 	}{
@@ -244,6 +245,36 @@ func TestProtectPaths(t *testing.T) {
 			ro:   []string{".bashrc", ".git", "sub/.envrc"}, pin: []string{"sub"},
 		},
 		{
+			name:  "nothing inside an --ro path of the writable workspace",
+			tree:  []string{"vendor/lib/repo/.git/", "vendor/.envrc", "lib/.envrc"},
+			write: true, roF: []string{"vendor"},
+			ro: []string{"lib/.envrc"}, pin: []string{"lib"},
+		},
+		{
+			name:  "--rw inside --ro inside the writable workspace",
+			tree:  []string{"a/vendor/x/y/.git/"},
+			write: true, roF: []string{"a/vendor"}, rw: []string{"a/vendor/x"},
+			ro: []string{"a/vendor/x/y/.git"}, pin: []string{"a", "a/vendor/x/y"},
+		},
+		{
+			name: "--rw above a read-only workspace: not inside the workspace",
+			tree: []string{"proj/.git/", "proj/lib/.git/", "other/.git/", ".envrc"},
+			ws:   "proj", rw: []string{"."},
+			ro: []string{".envrc", "other/.git"}, pin: []string{"other"},
+		},
+		{
+			name: "--rw above the writable workspace: both walked once",
+			tree: []string{"proj/.git/", "proj/lib/.git/", "other/.git/"},
+			ws:   "proj", write: true, rw: []string{"."},
+			ro: []string{"other/.git", "proj/.git", "proj/lib/.git"}, pin: []string{"other", "proj/lib"},
+		},
+		{
+			name:  "an --ro protected entry is read-only already",
+			tree:  []string{".vscode/", "sub/.git/"},
+			write: true, roF: []string{".vscode", "sub/.git"},
+			ro: []string{}, pin: []string{},
+		},
+		{
 			name:  "pins pass --rw mounts inside the workspace",
 			tree:  []string{"a/b/c/.git/"},
 			write: true, rw: []string{"a/b"},
@@ -260,12 +291,16 @@ func TestProtectPaths(t *testing.T) {
 			for i := range tc.tree {
 				tc.tree[i] = strings.ReplaceAll(tc.tree[i], "GITDIR", outside)
 			}
-			ws := tree(t, tc.tree...)
-			var rw []string
+			top := tree(t, tc.tree...)
+			ws := filepath.Join(top, tc.ws)
+			var rw, ro []string
 			for _, p := range tc.rw {
-				rw = append(rw, filepath.Join(ws, p))
+				rw = append(rw, filepath.Join(top, p))
 			}
-			got, err := protectPaths(ws, tc.write, rw)
+			for _, p := range tc.roF {
+				ro = append(ro, filepath.Join(top, p))
+			}
+			got, err := protectPaths(ws, tc.write, ro, rw)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) || (tc.err == "symlink" && !errors.Is(err, ErrProtectedSymlink)) {
 					t.Fatalf("protectPaths: err %v, want %q; got %+v", err, tc.err, got)
@@ -275,7 +310,7 @@ func TestProtectPaths(t *testing.T) {
 			if err != nil {
 				t.Fatalf("protectPaths: %v", err)
 			}
-			if ro, pin := rel(ws, got.ReadOnly), rel(ws, got.Pinned); !reflect.DeepEqual(ro, tc.ro) || !reflect.DeepEqual(pin, tc.pin) {
+			if ro, pin := rel(top, got.ReadOnly), rel(top, got.Pinned); !reflect.DeepEqual(ro, tc.ro) || !reflect.DeepEqual(pin, tc.pin) {
 				t.Errorf("protectPaths:\nread-only %q\npinned    %q\nwant\nread-only %q\npinned    %q", ro, pin, tc.ro, tc.pin)
 			}
 		})
@@ -292,10 +327,10 @@ func TestProtectPathsBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := protectPathsWith(ws, true, nil, lim); err == nil || !strings.Contains(err.Error(), "12 entries and directories above them to protect, more than 10") {
+	if _, err := protectPathsWith(ws, true, nil, nil, lim); err == nil || !strings.Contains(err.Error(), "12 entries and directories above them to protect, more than 10") {
 		t.Errorf("%d nested repositories: err %v, want too many to protect", lim.mounts/2+1, err)
 	}
-	if _, err := protectPathsWith(ws, false, nil, lim); err != nil {
+	if _, err := protectPathsWith(ws, false, nil, nil, lim); err != nil {
 		t.Errorf("read-only workspace searched: %v", err)
 	}
 
@@ -305,17 +340,17 @@ func TestProtectPathsBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := protectPathsWith(wide, true, nil, lim); err != nil {
+	if _, err := protectPathsWith(wide, true, nil, nil, lim); err != nil {
 		t.Errorf("%d directories (the workspace and all below it): %v", lim.dirs, err)
 	}
 	if err := os.Mkdir(filepath.Join(wide, "one-more"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := protectPathsWith(wide, true, nil, lim); err == nil || !strings.Contains(err.Error(), "more than 100 directories") {
+	if _, err := protectPathsWith(wide, true, nil, nil, lim); err == nil || !strings.Contains(err.Error(), "more than 100 directories") {
 		t.Errorf("%d directories: err %v, want the walk bound", lim.dirs+1, err)
 	}
 	lim.time = 0
-	if _, err := protectPathsWith(ws, true, nil, lim); err == nil || !strings.Contains(err.Error(), "took more than 0s") {
+	if _, err := protectPathsWith(ws, true, nil, nil, lim); err == nil || !strings.Contains(err.Error(), "took more than 0s") {
 		t.Errorf("walk past its deadline: err %v, want the time bound", err)
 	}
 }
@@ -338,7 +373,7 @@ func BenchmarkProtectPaths(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		pr, err := protectPaths(ws, true, nil)
+		pr, err := protectPaths(ws, true, nil, nil)
 		if err != nil || len(pr.ReadOnly) != 20 {
 			b.Fatalf("protectPaths: %d entries, %v", len(pr.ReadOnly), err)
 		}
@@ -350,7 +385,7 @@ func BenchmarkProtectPaths(b *testing.B) {
 // was replaced after the walk: by another directory, or by a symlink.
 func TestProtectionVerify(t *testing.T) {
 	ws := tree(t, "lib/repo/.git/", ".envrc", "other/")
-	pr, err := protectPaths(ws, true, nil)
+	pr, err := protectPaths(ws, true, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -391,7 +391,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 			return nil, nop, err
 		}
 	}
-	prot, err := protectPaths(ws, o.Write, rw)
+	prot, err := protectPaths(ws, o.Write, ro, rw)
 	if err != nil {
 		return nil, nop, err
 	}

@@ -56,6 +56,15 @@ func TestValidate(t *testing.T) {
 		{"protected unclean", func(s *Spec) { s.Write, s.Protected = true, []string{"/work/proj/../x/.git"} }, "not inside the writable workspace"},
 		{"pinned outside", func(s *Spec) { s.Write, s.Pinned = true, []string{"/etc"} }, "pinned directory"},
 		{"pinned --rw path itself", func(s *Spec) { s.ReadWrite, s.Pinned = []string{"/srv/out"}, []string{"/srv/out"} }, "pinned directory"},
+		{"pinned inside --ro in the workspace", func(s *Spec) {
+			s.Write, s.ReadOnly, s.Pinned = true, []string{"/work/proj/vendor"}, []string{"/work/proj/vendor/lib"}
+		}, "pinned directory"},
+		{"protected inside the read-only workspace inside --rw", func(s *Spec) {
+			s.ReadWrite, s.Protected = []string{"/work"}, []string{"/work/proj/.git"}
+		}, "protected path"},
+		{"pinned inside --rw inside --ro", func(s *Spec) {
+			s.Write, s.ReadOnly, s.ReadWrite, s.Pinned = true, []string{"/work/proj/vendor"}, []string{"/work/proj/vendor/x"}, []string{"/work/proj/vendor/x/y"}
+		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testSpec()

@@ -154,20 +154,31 @@ func (s *Spec) Validate() error {
 }
 
 // insideWritable reports whether p is a clean absolute path strictly
-// inside the writable workspace or a ReadWrite path.
+// inside a writable mount of a host path: its nearest mount among the
+// workspace, ReadOnly and ReadWrite (the last one listed at the same
+// path, as Config mounts them) is writable and is not p itself. A
+// Protected or Pinned path must be one: a pin is a writable mount, so one
+// inside a read-only mount would open it.
 func (s *Spec) insideWritable(p string) bool {
 	if !isCleanAbs(p) {
 		return false
 	}
-	if s.Write && strings.HasPrefix(p, s.Workspace+"/") {
-		return true
+	mounts := map[string]bool{s.Workspace: s.Write}
+	for _, m := range s.ReadOnly {
+		mounts[m] = false
 	}
-	for _, rw := range s.ReadWrite {
-		if rw != "/" && strings.HasPrefix(p, rw+"/") {
-			return true
+	for _, m := range s.ReadWrite {
+		mounts[m] = true
+	}
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		if writable, ok := mounts[d]; ok {
+			_, self := mounts[p]
+			return writable && !self
+		}
+		if d == "/" {
+			return false
 		}
 	}
-	return false
 }
 
 func isCleanAbs(p string) bool {

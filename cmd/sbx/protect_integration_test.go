@@ -233,6 +233,18 @@ func TestProtectedReplace(t *testing.T) {
 			host: map[string]string{"lib/repo/.git/hooks/pre-commit": orig, "lib/repo/src/main.c": "attack\n"},
 		},
 		{
+			// No pin inside an --ro path: a pin is a writable mount.
+			name:  "--ro directory holding a repository in the writable workspace",
+			flags: []string{"--write", "--ro", "lib"},
+			want: map[string]string{
+				"write:lib/repo/src/main.c":            "EROFS",
+				"write:lib/repo/.git/hooks/pre-commit": "EROFS",
+				"rename:lib/repo:lib/repo2":            "EROFS",
+				"write:plain/sub/file":                 "OK",
+			},
+			host: map[string]string{"lib/repo/src/main.c": orig, "lib/repo/.git/hooks/pre-commit": orig, "plain/sub/file": "attack\n"},
+		},
+		{
 			name:  "without --write",
 			flags: nil,
 			want:  map[string]string{"write:.git/hooks/pre-commit": "EROFS", "rename:.config:.config.moved": "EROFS", "write:plain/sub/file": "EROFS"},
