@@ -384,12 +384,13 @@ func (w *walker) entry(root, p string) error {
 
 // git records what else a repository whose .git entry is p runs hooks
 // from. A gitfile (a submodule's or a worktree's) names the git directory
-// that holds the hooks and config, and that one may name a common
-// directory; those lying in the walked trees are recorded (git's bare-repo
-// layout puts one in a sibling, "gitdir: ./.bare"). In each git directory,
-// wherever it lies, core.hooksPath may name a hooks directory in the trees
-// (.githooks, .husky/_): recorded too. A path through a symlink in a tree
-// is refused like a symlinked entry.
+// that holds the hooks and config, and a git directory may name a common
+// directory (commondir) that holds them; those lying in writable trees are
+// recorded (git's bare-repo layout puts one in a sibling, "gitdir:
+// ./.bare"). In each git directory, wherever it lies, core.hooksPath may
+// name a hooks directory in a writable tree (.githooks, .husky/_):
+// recorded too. A path through a symlink in a writable tree is refused
+// like a symlinked entry.
 func (w *walker) git(p string) error {
 	fi, err := os.Lstat(p)
 	if err != nil {
@@ -397,8 +398,23 @@ func (w *walker) git(p string) error {
 	}
 	gitDirs := []string{p}
 	if fi.Mode().IsRegular() {
-		if gitDirs, err = w.gitfile(p); err != nil {
+		dir, err := readGitfile(p)
+		if err != nil || dir == "" {
+			return nil // not a gitfile git would use: nothing more to protect
+		}
+		gd, err := w.gitPointer(p, dir, "the git directory")
+		if gd == "" || err != nil {
 			return err
+		}
+		gitDirs = []string{gd}
+	}
+	if cd, err := os.ReadFile(filepath.Join(gitDirs[0], "commondir")); err == nil {
+		common, err := w.gitPointer(filepath.Join(gitDirs[0], "commondir"), strings.TrimSpace(string(cd)), "the common git directory")
+		if err != nil {
+			return err
+		}
+		if common != "" {
+			gitDirs = append(gitDirs, common)
 		}
 	}
 	for _, gd := range gitDirs {
@@ -409,37 +425,26 @@ func (w *walker) git(p string) error {
 	return nil
 }
 
-// gitfile returns the git directory that the gitfile p names and its
-// common directory, when they exist, and records those in the trees.
-func (w *walker) gitfile(p string) ([]string, error) {
-	dir, err := readGitfile(p)
-	if err != nil || dir == "" {
-		return nil, nil // not a gitfile git would use: nothing more to protect
+// gitPointer resolves dir, named by the file from (a gitfile, a
+// commondir file; relative to from's directory), and records it if it lies
+// in a writable tree. It returns the resolved path, or "" when dir does
+// not exist (git then fails and runs no hook).
+func (w *walker) gitPointer(from, dir, what string) (string, error) {
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(filepath.Dir(from), dir)
 	}
-	var dirs []string
-	for range 2 { // the git dir, then its commondir
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(filepath.Dir(p), dir)
-		}
-		dir = filepath.Clean(dir)
-		r, err := filepath.EvalSymlinks(dir)
-		if err != nil {
-			return dirs, nil // missing: git fails on it, no hooks run
-		}
-		dirs = append(dirs, r)
-		if w.inWritable(dir) && !w.opened[dir] && !w.opened[r] {
-			if r != dir {
-				return nil, fmt.Errorf("%w: the git directory %s named by %s lies through a symlink, which the program could replace; run without --write, or open it deliberately with --rw %s", ErrProtectedSymlink, dir, p, dir)
-			}
-			w.found = append(w.found, dir)
-		}
-		cd, err := os.ReadFile(filepath.Join(r, "commondir"))
-		if err != nil {
-			break
-		}
-		p, dir = filepath.Join(r, "commondir"), strings.TrimSpace(string(cd))
+	dir = filepath.Clean(dir)
+	r, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", nil
 	}
-	return dirs, nil
+	if w.inWritable(dir) && !w.opened[dir] && !w.opened[r] {
+		if r != dir {
+			return "", fmt.Errorf("%w: %s %s named by %s lies through a symlink, which the program could replace; run without --write, or open it deliberately with --rw %s", ErrProtectedSymlink, what, dir, from, dir)
+		}
+		w.found = append(w.found, dir)
+	}
+	return r, nil
 }
 
 // hooksPath records the directory core.hooksPath names in the config of

@@ -152,6 +152,12 @@ func TestProtectPaths(t *testing.T) {
 			pin:   []string{"repos", "wt"},
 		},
 		{
+			name:  "a .git directory's commondir elsewhere in the workspace",
+			tree:  []string{"wt/.git/commondir=../../shared\n", "shared/hooks/"},
+			write: true,
+			ro:    []string{"shared", "wt/.git"}, pin: []string{"wt"},
+		},
+		{
 			name:  "gitdir outside the trees: only the gitfile",
 			tree:  []string{"sub/.git=gitdir: /nonexistent/x\n"},
 			write: true,
