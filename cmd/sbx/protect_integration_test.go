@@ -17,13 +17,21 @@ import (
 )
 
 // opsScript runs each argument "OP:ARG[:ARG]" (paths relative to the
-// cwd) and prints "STEP OK" or "STEP ERRNO" for each, in order.
-const opsScript = `import errno, os, shutil, sys
+// cwd) and prints "STEP OK" or "STEP ERRNO" for each, in order; exchange
+// is renameat2 with RENAME_EXCHANGE.
+const opsScript = `import ctypes, errno, os, shutil, sys
+libc = ctypes.CDLL(None, use_errno=True)
 def write(p):
     with open(p, "w") as f:
         f.write("attack\n")
+def exchange(a, b):
+    # renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
 ops = {"write": write, "rename": os.rename, "mkdir": os.mkdir, "makedirs": os.makedirs,
-       "rmdir": os.rmdir, "unlink": os.unlink, "rmtree": shutil.rmtree, "symlink": os.symlink}
+       "rmdir": os.rmdir, "unlink": os.unlink, "rmtree": shutil.rmtree, "symlink": os.symlink,
+       "exchange": exchange}
 for step in sys.argv[1:]:
     op, *args = step.split(":")
     try:
@@ -190,12 +198,15 @@ func TestProtectedReplace(t *testing.T) {
 				"write:.config/fish/config.fish": "EROFS",
 				"rename:lib:lib2":                "EBUSY",
 				"rename:lib/repo:lib/repo2":      "EBUSY",
+				"exchange:lib:plain":             "EBUSY",
+				"exchange:.config:plain/sub":     "EBUSY",
 				// Controls: the same on unprotected trees.
+				"exchange:plain/hooks:plain/sub":      "OK",
 				"rename:.config/other:.config/other2": "OK",
 				"rename:plain:plain2":                 "OK",
 				"makedirs:plain/sub/.git":             "OK",
 			},
-			host: map[string]string{".config/fish/config.fish": orig, "lib/repo/.git/hooks/pre-commit": orig, "lib/repo/src/main.c": orig, ".config/other2/settings": orig, "plain2/hooks/pre-commit": orig},
+			host: map[string]string{".config/fish/config.fish": orig, "lib/repo/.git/hooks/pre-commit": orig, "lib/repo/src/main.c": orig, ".config/other2/settings": orig, "plain2/sub/pre-commit": orig, "plain2/hooks/file": orig},
 		},
 		{
 			name:  "rm -rf of .git",
