@@ -548,8 +548,9 @@ func readGitfile(p string) (string, error) {
 }
 
 // parseGitfile returns the path of a gitfile's first line, or "".
-func parseGitfile(line string) string {
-	dir, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "gitdir: ")
+func parseGitfile(text string) string {
+	line, _, _ := strings.Cut(text, "\n")
+	dir, ok := strings.CutPrefix(strings.TrimSuffix(line, "\r"), "gitdir: ")
 	if !ok {
 		return ""
 	}

@@ -467,3 +467,19 @@ func TestReadDir(t *testing.T) {
 		t.Errorf("readDir of a symlink: %v, want ENOTDIR (not followed)", err)
 	}
 }
+
+// FuzzParseGitConfig: the parsers of a repository's files, which a
+// previous run's program may have written, never panic and return a
+// trimmed single-line path.
+func FuzzParseGitConfig(f *testing.F) {
+	for _, s := range []string{"[core]\n\thooksPath = .githooks\n", "[core] hookspath = \"a\\\"b\" ; c", "gitdir: ../x\n", "[", "\\", "\"", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for name, got := range map[string]string{"parseHooksPath": parseHooksPath(s), "parseGitfile": parseGitfile(s)} {
+			if got != strings.TrimSpace(got) || strings.Contains(got, "\n") {
+				t.Errorf("%s(%q) = %q: not a trimmed single line", name, s, got)
+			}
+		}
+	})
+}
