@@ -171,6 +171,12 @@ func TestProtectedReplace(t *testing.T) {
 			host:  map[string]string{"lib/repo/.git/hooks/pre-commit": "attack\n", ".git/hooks/pre-commit": orig},
 		},
 		{
+			name:  "top-level .git opened with --rw",
+			flags: []string{"--write", "--rw", ".git"},
+			want:  map[string]string{"write:.git/hooks/pre-commit": "OK", "write:lib/repo/.git/hooks/pre-commit": "EROFS"},
+			host:  map[string]string{".git/hooks/pre-commit": "attack\n", "lib/repo/.git/hooks/pre-commit": orig},
+		},
+		{
 			name:  "submodule gitfile",
 			flags: []string{"--write"},
 			want: map[string]string{
@@ -199,6 +205,7 @@ func TestProtectedReplace(t *testing.T) {
 				"rename:lib:lib2":                "EBUSY",
 				"rename:lib/repo:lib/repo2":      "EBUSY",
 				"exchange:lib:plain":             "EBUSY",
+				"makedirs:lib/repo/.git/hooks":   "EEXIST",
 				"exchange:.config:plain/sub":     "EBUSY",
 				// Controls: the same on unprotected trees.
 				"exchange:plain/hooks:plain/sub":      "OK",
