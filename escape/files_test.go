@@ -92,7 +92,9 @@ func fixture(t *testing.T, ws string) (string, string) {
 // files, renames over them, hard links, symlinks, unlinks and renames of
 // the entries themselves; --rw opens one. Renaming a protected entry's
 // parent, and git's other ways to pick hooks and config (.git/commondir,
-// submodules' own git dirs), are the holes bugs.md describes.
+// submodules' own git dirs), are covered too (and, with nested
+// repositories, symlinks and pinned ancestors, by TestProtected* in
+// cmd/sbx).
 func TestProtectedPaths(t *testing.T) {
 	b := newBox(t)
 	hook, body := fixture(t, b.ws)

@@ -101,6 +101,7 @@ type Options struct {
 
 	who      invoker          // filled by resolvePaths
 	tiers    tiers            // filled by spec
+	protect  Protection       // filled by spec: checked once the sandbox is set up
 	allow    egress.Allowlist // filled by spec
 	reporter *reporter        // set by Exec to collect the result's violations
 	rootOnly chan []string    // filled by spec: sandbox.RootOnly of /etc, for uid 0

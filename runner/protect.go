@@ -1,52 +1,254 @@
 package runner
 
 import (
+	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// ProtectedNames are the workspace entries that stay read-only even with
-// --write: files that run later outside the sandbox (git hooks and config,
-// direnv, editor and agent settings, shell rc files), through which a
-// hostile program could persist. All of .git is protected, not only its
-// hooks and config: a program that may write there can rename .git away and
-// build one with its own hooks, or point git elsewhere with commondir
-// (--rw .git allows commits from inside). Entries with a "*" are globs in
-// the workspace root.
-var ProtectedNames = []string{
-	".git", ".gitmodules", ".sbx*", ".envrc",
-	".vscode", ".idea", ".mcp.json",
-	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".config/fish",
+// A protectedName is a workspace entry that runs later outside the sandbox
+// (git hooks and config, direnv, CI, editor and agent settings, shell rc
+// files): through it a hostile program could persist, so it stays read-only
+// even where the program may write around it.
+type protectedName struct {
+	// name is a path relative to the directory it is looked up in; a
+	// name with a "*" is a glob (at the top only).
+	name string
+	// anyDepth looks the name up in every directory of the tree, not
+	// only at the top: the names of a repository or project, since
+	// nested repositories, submodules, worktrees and sub-projects each
+	// have their own. The others are a home's (rc files, .ssh,
+	// .gitconfig): a shell or git reads them only from $HOME, which a
+	// workspace may be but none of its subdirectories is.
+	anyDepth bool
 }
 
-// protectedPaths returns the existing protected entries of workspace ws
-// (symlinks resolved; those resolving outside ws are covered by the rest of
-// the sandbox already), minus those the user opened with --rw.
-func protectedPaths(ws string, rw []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, name := range ProtectedNames {
-		matches, _ := filepath.Glob(filepath.Join(ws, name))
-		for _, m := range matches {
-			r, err := filepath.EvalSymlinks(m)
-			if err != nil || !within(r, ws) || r == ws || seen[r] {
-				continue
+// ProtectedNames is the one list of protected entries (README and
+// SECURITY.md describe it). All of .git is protected, not only its hooks
+// and config: a program that may write there can rename .git away and
+// build one with its own hooks, or point git elsewhere with commondir
+// (--rw .git allows commits from inside). A .git that is a file (a
+// submodule's or a worktree's gitfile) is protected, and so is the git
+// directory it names when that lies in a writable tree.
+var ProtectedNames = []protectedName{
+	// Version control and what it runs.
+	{".git", true}, {".hg", true}, {".gitmodules", true},
+	{".husky", true}, {".pre-commit-config.yaml", true}, {".github/workflows", true},
+	// Environment, editors, agents, dev containers.
+	{".envrc", true}, {".vscode", true}, {".idea", true}, {".mcp.json", true},
+	{".claude", true}, {".cursor", true}, {".pi", true}, {".devcontainer", true},
+	// A home's: shell rc files, git and ssh settings, sbx's own files.
+	{".sbx*", false}, {".gitconfig", false}, {".ssh", false},
+	{".bashrc", false}, {".bash_profile", false}, {".bash_login", false}, {".bash_logout", false},
+	{".profile", false}, {".zshrc", false}, {".zshenv", false}, {".zprofile", false},
+	{".zlogin", false}, {".config/fish", false},
+}
+
+// walkLimits bound the walk that looks for protected entries. The walk
+// reads every directory of the writable trees once (getdents only; it
+// stats the few entries whose names match), skipping the inside of what
+// it protects and of node_modules (see prunedDirs). A tree too big for
+// these bounds makes the run fail (exit 125) rather than run with entries
+// nobody looked for: skipping the rest silently would leave a nested .git
+// writable, and making the rest read-only would break the run in a way
+// the user cannot see coming.
+type walkLimits struct {
+	// dirs bounds the directories the walk reads.
+	dirs int
+	// time bounds the walk's duration (a slow or network filesystem).
+	time time.Duration
+	// mounts bounds the mounts the protection adds (entries and pinned
+	// ancestors): each costs the sandbox's setup time.
+	mounts int
+}
+
+// defaultWalkLimits are the limits of every run.
+var defaultWalkLimits = walkLimits{dirs: 50000, time: 3 * time.Second, mounts: 512}
+
+// anyDepthNames maps the first component of each name of ProtectedNames
+// that is looked up at any depth to the rest of each such name ("" for a
+// one-component name): the walk's lookup for every entry it reads.
+var anyDepthNames = func() map[string][]string {
+	m := map[string][]string{}
+	for _, n := range ProtectedNames {
+		if n.anyDepth {
+			first, rest, _ := strings.Cut(n.name, "/")
+			m[first] = append(m[first], rest)
+		}
+	}
+	return m
+}()
+
+// prunedDirs are directory names the walk does not enter. node_modules
+// holds trees of tens of thousands of directories that package managers
+// rewrite all the time, and its content is code the host runs anyway
+// (npm scripts, .bin): a protected .git in there would not stop anything
+// that the rest of node_modules does not already allow. It is documented
+// as not searched, not silently skipped.
+var prunedDirs = map[string]bool{"node_modules": true}
+
+// Protection is what the program must not be able to replace in the
+// writable trees of a run.
+type Protection struct {
+	// ReadOnly are the protected entries, bind-mounted read-only onto
+	// themselves: files in them cannot be written, created, linked or
+	// removed (EROFS), the entries themselves not renamed or removed
+	// (EBUSY).
+	ReadOnly []string
+	// Pinned are the directories between a writable tree's root and a
+	// protected entry, bind-mounted writable onto themselves: a mount
+	// point cannot be renamed or removed (EBUSY), so the program cannot
+	// move an ancestor away and build a lookalike of the entry in its
+	// place (mv .config .config.moved && mkdir -p .config/fish). Their
+	// other contents stay writable.
+	Pinned []string
+	// ids are the identities of ReadOnly and Pinned as the walk found
+	// them (see verify).
+	ids map[string]fileID
+}
+
+// fileID identifies a file: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// ErrProtectedSymlink is wrapped by the error for a protected entry that is
+// a symlink (see protectPaths).
+var ErrProtectedSymlink = errors.New("protected entry is a symlink")
+
+// protectPaths finds what to protect in the writable trees of a run: the
+// workspace ws with write, and the directories of rw (the resolved --rw
+// paths); ro are the resolved --ro paths. Each of them is a mount of the
+// sandbox, and the walk of a writable one stops at the others: a
+// read-only one (an --ro path, the workspace without --write) holds
+// nothing to protect and no directory to pin (a pin is a writable mount,
+// which would open it), and a writable one is walked as a tree of its own.
+// A protected entry is opened (left writable) only by an --rw path that
+// names it exactly, so --rw .git opens the workspace's .git but --rw sub
+// keeps sub/.git protected.
+//
+// A protected entry that is a symlink (or that lies under a symlink, such
+// as .config/fish with .config a symlink) is refused unless opened: a
+// mount can make the link's target read-only but not the link, which the
+// program could unlink and replace with a directory of its own (a .git
+// with a hook that the host's git runs). mount(2) follows a symlink at
+// the mount point, and libcontainer opens every destination with
+// pathrs.OpenInRoot, which follows it too, so the config cannot name the
+// link itself. The kernel could: a clone of the link made with
+// open_tree(OPEN_TREE_CLONE|AT_SYMLINK_NOFOLLOW) and move_mount'ed onto
+// the link without MOVE_MOUNT_T_SYMLINKS makes its unlink and rename fail
+// with EBUSY (tried on 6.18); doing that in the sandbox's mount namespace
+// would take a helper outside libcontainer's setup, which sbx does not
+// have. Refusing, with the fix named, fails closed.
+func protectPaths(ws string, write bool, ro, rw []string) (Protection, error) {
+	return protectPathsWith(ws, write, ro, rw, defaultWalkLimits)
+}
+
+// protectPathsWith is protectPaths with the walk's limits.
+func protectPathsWith(ws string, write bool, ro, rw []string, lim walkLimits) (Protection, error) {
+	w := &walker{mounts: map[string]bool{ws: write}, opened: map[string]bool{}, lim: lim, deadline: time.Now().Add(lim.time), buf: make([]byte, 32<<10)}
+	// The order of sandbox.Spec.Config: at the same path an --rw mount
+	// lies over an --ro one, and both over the workspace.
+	for _, p := range ro {
+		w.mounts[p] = false
+	}
+	for _, p := range rw {
+		w.mounts[p] = true
+		w.opened[p] = true
+	}
+	var roots []string
+	for p, writable := range w.mounts {
+		if fi, err := os.Stat(p); writable && err == nil && fi.IsDir() {
+			roots = append(roots, p) // a file: named exactly, so opened
+		}
+	}
+	slices.Sort(roots)
+	for _, root := range roots {
+		if err := w.walk(root, root == ws); err != nil {
+			return Protection{}, err
+		}
+	}
+	pr, err := w.result()
+	afterProtectWalk()
+	return pr, err
+}
+
+// result turns the entries found into mounts: entries inside another
+// entry are covered by it; every directory above an entry that the
+// program could rename is pinned.
+func (w *walker) result() (Protection, error) {
+	var pr Protection
+	slices.Sort(w.found)
+	w.found = slices.Compact(w.found)
+	for _, p := range w.found {
+		if n := len(pr.ReadOnly); n > 0 && within(p, pr.ReadOnly[n-1]) {
+			continue
+		}
+		pr.ReadOnly = append(pr.ReadOnly, p)
+	}
+	pinned := map[string]bool{}
+	for _, p := range pr.ReadOnly {
+		// Up to the top of the sandbox's views of the host: renaming
+		// a directory moves the mounts below it along, so a pin is
+		// needed above an --rw mount too, wherever the program may
+		// rename (not in a read-only mount, not a mount point itself).
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			if m, _ := w.mountOf(d); m == "" {
+				break
 			}
-			if _, err := os.Stat(r); err != nil {
-				continue
-			}
-			opened := false
-			for _, p := range rw {
-				opened = opened || within(r, p)
-			}
-			if !opened {
-				seen[r] = true
-				out = append(out, r)
+			if w.inWritable(d) {
+				pinned[d] = true
 			}
 		}
 	}
-	sort.Strings(out)
-	return out
+	for d := range pinned {
+		if !slices.ContainsFunc(pr.ReadOnly, func(e string) bool { return within(d, e) }) {
+			pr.Pinned = append(pr.Pinned, d)
+		}
+	}
+	slices.Sort(pr.Pinned)
+	if n := len(pr.ReadOnly) + len(pr.Pinned); n > w.lim.mounts {
+		return Protection{}, fmt.Errorf("protected paths: %d entries and directories above them to protect, more than %d; run with a narrower --workspace, or without --write", n, w.lim.mounts)
+	}
+	pr.ids = map[string]fileID{}
+	for _, p := range slices.Concat(pr.ReadOnly, pr.Pinned) {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return Protection{}, fmt.Errorf("protected paths: %w", &os.PathError{Op: "lstat", Path: p, Err: err})
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return Protection{}, fmt.Errorf("%w: %s became one while sbx looked for protected entries; not running", ErrProtectedSymlink, p)
+		}
+		pr.ids[p] = fileID{uint64(st.Dev), st.Ino}
+	}
+	return pr, nil
+}
+
+// verify checks, once the sandbox's mounts are in place and before its
+// program starts, that each protected entry and pinned directory, seen
+// through the root of the sandbox's PID 1 (pid), is the file the walk
+// found. libcontainer opens bind sources by their host path, following
+// symlinks, and the program of another run on the same tree could swap a
+// path for a symlink between the walk and the mount: a pin would then be
+// a writable bind of whatever the link names (a host directory outside
+// the workspace). Any such swap changes the identity found here, and the
+// run ends before the program starts.
+func (pr Protection) verify(pid int) error {
+	root := "/proc/" + strconv.Itoa(pid) + "/root"
+	for _, p := range slices.Sorted(maps.Keys(pr.ids)) {
+		var st unix.Stat_t
+		if err := unix.Lstat(root+p, &st); err != nil {
+			return fmt.Errorf("protected paths: check %s in the sandbox: %w", p, err)
+		}
+		if id := pr.ids[p]; uint64(st.Dev) != id.dev || st.Ino != id.ino {
+			return fmt.Errorf("protected paths: %s in the sandbox is not what sbx found there (replaced while the sandbox was set up); not running", p)
+		}
+	}
+	return nil
 }

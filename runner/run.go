@@ -201,6 +201,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			}
 		}
 	}()
+	if err := o.protect.verify(sb.Pid()); err != nil {
+		return res, err
+	}
 	rep.setSandbox(sb.Pid(), spec.Workspace, spec.Write)
 	if wall != nil {
 		rep.readMounts(sb.Pid()) // the tracer comes with the wall
@@ -458,13 +461,13 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 			return nil, nop, err
 		}
 	}
-	home, cleanup, err := o.homeDir(who, id, ws)
+	prot, err := protectPaths(ws, o.Write, ro, rw)
 	if err != nil {
 		return nil, nop, err
 	}
-	var protected []string
-	if o.Write {
-		protected = protectedPaths(ws, rw)
+	home, cleanup, err := o.homeDir(who, id, ws)
+	if err != nil {
+		return nil, nop, err
 	}
 	wd := ws
 	if within(cwd, ws) {
@@ -481,7 +484,8 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		HomeInside: homeInside,
 		ReadOnly:   ro,
 		ReadWrite:  rw,
-		Protected:  protected,
+		Protected:  prot.ReadOnly,
+		Pinned:     prot.Pinned,
 		TmpBytes:   DefaultTmpSize,
 		UID:        who.uid,
 		GID:        who.gid,
@@ -505,6 +509,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	spec.HostNetwork = o.HostNetwork
 	spec.Landlock = t.landlock
 	o.tiers = t
+	o.protect = prot
 	if err := spec.Validate(); err != nil {
 		cleanup()
 		return nil, nop, err

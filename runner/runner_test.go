@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -96,44 +94,6 @@ func TestParsePolicy(t *testing.T) {
 	for _, bad := range []string{"none", "BPF", "off"} {
 		if _, err := ParsePolicy(bad); err == nil {
 			t.Errorf("ParsePolicy(%q) accepted", bad)
-		}
-	}
-}
-
-func TestProtectedPaths(t *testing.T) {
-	ws := t.TempDir()
-	outside := t.TempDir()
-	mk := func(p string, dir bool) {
-		p = filepath.Join(ws, p)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if dir {
-			os.Mkdir(p, 0o755)
-		} else {
-			os.WriteFile(p, nil, 0o644)
-		}
-	}
-	mk(".git/hooks", true)
-	mk(".git/config", false)
-	mk(".envrc", false)
-	mk(".sbx-policy", false)
-	mk(".vscode", true)
-	mk("src/main.go", false)
-	os.WriteFile(filepath.Join(outside, "rc"), nil, 0o644)
-	os.Symlink(filepath.Join(outside, "rc"), filepath.Join(ws, ".bashrc")) // resolves outside: not ours to mount
-	os.Symlink(".envrc", filepath.Join(ws, ".profile"))                    // resolves to .envrc: once
-	got := protectedPaths(ws, nil)
-	want := []string{".envrc", ".git", ".sbx-policy", ".vscode"}
-	for i := range want {
-		want[i] = filepath.Join(ws, want[i])
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("protectedPaths =\n%q\nwant\n%q", got, want)
-	}
-	// --rw .git opens both git entries deliberately.
-	got = protectedPaths(ws, []string{filepath.Join(ws, ".git")})
-	for _, p := range got {
-		if strings.Contains(p, ".git") {
-			t.Errorf("--rw .git still protects %s", p)
 		}
 	}
 }

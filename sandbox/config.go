@@ -101,6 +101,12 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 		bindMount(s.Home, s.HomeInside, true),
 		bindMount(s.Workspace, s.Workspace, s.Write),
 	)
+	// The pins come before the protected entries below them (the sort
+	// below is by depth), so a pin's own copy of the host's tree is
+	// covered by the read-only entries mounted onto it.
+	for _, p := range s.Pinned {
+		binds = append(binds, bindMount(p, p, true))
+	}
 	for _, p := range s.Protected {
 		binds = append(binds, bindMount(p, p, false))
 	}

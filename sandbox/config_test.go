@@ -46,6 +46,25 @@ func TestValidate(t *testing.T) {
 		{"workspace in dev", func(s *Spec) { s.Workspace = "/dev/shm/x" }, "which sbx provides itself"},
 		{"negative memory", func(s *Spec) { s.Limits.MemoryBytes = -1 }, "must not be negative"},
 		{"negative uid", func(s *Spec) { s.UID = -1 }, "must not be negative"},
+		{"protected in writable workspace", func(s *Spec) {
+			s.Write, s.Protected, s.Pinned = true, []string{"/work/proj/a/.git"}, []string{"/work/proj/a"}
+		}, ""},
+		{"protected in --rw path", func(s *Spec) { s.ReadWrite, s.Protected = []string{"/srv/out"}, []string{"/srv/out/.git"} }, ""},
+		{"protected in read-only workspace", func(s *Spec) { s.Protected = []string{"/work/proj/.git"} }, "not inside the writable workspace"},
+		{"protected workspace itself", func(s *Spec) { s.Write, s.Protected = true, []string{"/work/proj"} }, "not inside the writable workspace"},
+		{"protected outside", func(s *Spec) { s.Write, s.Protected = true, []string{"/work/project2/.git"} }, "not inside the writable workspace"},
+		{"protected unclean", func(s *Spec) { s.Write, s.Protected = true, []string{"/work/proj/../x/.git"} }, "not inside the writable workspace"},
+		{"pinned outside", func(s *Spec) { s.Write, s.Pinned = true, []string{"/etc"} }, "pinned directory"},
+		{"pinned --rw path itself", func(s *Spec) { s.ReadWrite, s.Pinned = []string{"/srv/out"}, []string{"/srv/out"} }, "pinned directory"},
+		{"pinned inside --ro in the workspace", func(s *Spec) {
+			s.Write, s.ReadOnly, s.Pinned = true, []string{"/work/proj/vendor"}, []string{"/work/proj/vendor/lib"}
+		}, "pinned directory"},
+		{"protected inside the read-only workspace inside --rw", func(s *Spec) {
+			s.ReadWrite, s.Protected = []string{"/work"}, []string{"/work/proj/.git"}
+		}, "protected path"},
+		{"pinned inside --rw inside --ro", func(s *Spec) {
+			s.Write, s.ReadOnly, s.ReadWrite, s.Pinned = true, []string{"/work/proj/vendor"}, []string{"/work/proj/vendor/x"}, []string{"/work/proj/vendor/x/y"}
+		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testSpec()
@@ -145,6 +164,44 @@ func TestConfigMountOrder(t *testing.T) {
 		}
 		if idx["/dev/pts"] < idx["/dev"] {
 			t.Errorf("/dev/pts mounted before /dev")
+		}
+	}
+}
+
+// TestConfigProtected: pins are writable self-binds mounted before the
+// read-only entries below them; --rw paths inside an entry come after it.
+func TestConfigProtected(t *testing.T) {
+	s := testSpec()
+	s.Write = true
+	s.Pinned = []string{"/work/proj/a", "/work/proj/a/b"}
+	s.Protected = []string{"/work/proj/.git", "/work/proj/a/b/.git"}
+	s.ReadWrite = []string{"/work/proj/.git/hooks"}
+	cfg, err := s.Config("/r", "/sbx", testLayout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := map[string]int{}
+	for i, m := range cfg.Mounts {
+		idx[m.Destination] = i
+	}
+	for _, tc := range []struct {
+		dst string
+		rw  bool
+	}{{"/work/proj/a", true}, {"/work/proj/a/b", true}, {"/work/proj/.git", false}, {"/work/proj/a/b/.git", false}, {"/work/proj/.git/hooks", true}} {
+		m := findMount(cfg, tc.dst)
+		if m == nil {
+			t.Fatalf("no mount at %s", tc.dst)
+		}
+		if m.Source != tc.dst || !m.IsBind() || (m.Flags&unix.MS_RDONLY == 0) != tc.rw {
+			t.Errorf("mount %s: source %q bind=%v read-only=%v, want a self-bind, writable=%v", tc.dst, m.Source, m.IsBind(), m.Flags&unix.MS_RDONLY != 0, tc.rw)
+		}
+	}
+	for _, order := range [][2]string{
+		{"/work/proj", "/work/proj/a"}, {"/work/proj/a", "/work/proj/a/b"}, {"/work/proj/a/b", "/work/proj/a/b/.git"},
+		{"/work/proj", "/work/proj/.git"}, {"/work/proj/.git", "/work/proj/.git/hooks"},
+	} {
+		if idx[order[0]] >= idx[order[1]] {
+			t.Errorf("%s mounted at %d, not before %s (%d)", order[0], idx[order[0]], order[1], idx[order[1]])
 		}
 	}
 }

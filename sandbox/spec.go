@@ -38,9 +38,15 @@ type Spec struct {
 	// Home is the host directory mounted read-write at HomeInside.
 	Home       string
 	HomeInside string
-	// Protected are paths inside a writable workspace mounted read-only
-	// over it (git hooks, rc files: see runner.ProtectedNames).
+	// Protected are paths inside the writable workspace or a ReadWrite
+	// path, each bind-mounted read-only onto itself (git hooks, rc
+	// files: see runner.ProtectedNames).
 	Protected []string
+	// Pinned are directories inside the writable workspace or a
+	// ReadWrite path, each bind-mounted writable onto itself: a mount
+	// point cannot be renamed or removed (EBUSY), so the directories
+	// above a protected entry keep their names.
+	Pinned []string
 	// ReadOnly and ReadWrite are extra host paths mounted at their own path.
 	ReadOnly  []string
 	ReadWrite []string
@@ -116,8 +122,13 @@ func (s *Spec) Validate() error {
 		}
 	}
 	for _, p := range s.Protected {
-		if !isCleanAbs(p) || !strings.HasPrefix(p, s.Workspace+"/") {
-			errs = append(errs, fmt.Errorf("protected path %q is not inside the workspace", p))
+		if !s.insideWritable(p) {
+			errs = append(errs, fmt.Errorf("protected path %q is not inside the writable workspace or a read-write path", p))
+		}
+	}
+	for _, p := range s.Pinned {
+		if !s.insideWritable(p) {
+			errs = append(errs, fmt.Errorf("pinned directory %q is not inside the writable workspace or a read-write path", p))
 		}
 	}
 	if s.Workspace == "/" {
@@ -140,6 +151,34 @@ func (s *Spec) Validate() error {
 		errs = append(errs, errors.New("uid and gid must not be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// insideWritable reports whether p is a clean absolute path strictly
+// inside a writable mount of a host path: its nearest mount among the
+// workspace, ReadOnly and ReadWrite (the last one listed at the same
+// path, as Config mounts them) is writable and is not p itself. A
+// Protected or Pinned path must be one: a pin is a writable mount, so one
+// inside a read-only mount would open it.
+func (s *Spec) insideWritable(p string) bool {
+	if !isCleanAbs(p) {
+		return false
+	}
+	mounts := map[string]bool{s.Workspace: s.Write}
+	for _, m := range s.ReadOnly {
+		mounts[m] = false
+	}
+	for _, m := range s.ReadWrite {
+		mounts[m] = true
+	}
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		if writable, ok := mounts[d]; ok {
+			_, self := mounts[p]
+			return writable && !self
+		}
+		if d == "/" {
+			return false
+		}
+	}
 }
 
 func isCleanAbs(p string) bool {
