@@ -10,22 +10,42 @@ import (
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
 )
 
-// The owner file of a run dir records the sbx process that created it (pid
-// and start time, so a reused pid is not mistaken for the owner).
+// The owner file of a run dir records the sbx process that created it: its
+// pid and start time, and the word "flock". The process holds an exclusive
+// flock on the record for as long as the sandbox lives. The kernel drops
+// that lock when the process dies, however it dies, and before it is
+// reaped: a killed sbx that is still a zombie (its killer has not waited
+// for it yet) has let go of it, while its pid and start time still match.
+// Records without "flock" come from older sbx versions, which are judged by
+// pid and start time.
 const ownerFile = "owner"
 
-func writeOwner(runDir string) error {
+// ownerLock marks records whose liveness is their flock.
+const ownerLock = "flock"
+
+// writeOwner writes runDir's owner record and returns it locked; the caller
+// keeps it open for the sandbox's life.
+func writeOwner(runDir string) (*os.File, error) {
 	start, err := procStart(os.Getpid())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	data := fmt.Sprintf("%d %d\n", os.Getpid(), start)
-	if err := os.WriteFile(filepath.Join(runDir, ownerFile), []byte(data), 0o600); err != nil {
-		return fmt.Errorf("write owner record: %w", err)
+	f, err := os.OpenFile(filepath.Join(runDir, ownerFile), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("write owner record: %w", err)
 	}
-	return nil
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock owner record: %w", err)
+	}
+	if _, err := fmt.Fprintf(f, "%d %d %s\n", os.Getpid(), start, ownerLock); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write owner record: %w", err)
+	}
+	return f, nil
 }
 
 // procStart returns the start time (field 22 of /proc/pid/stat) of pid.
@@ -47,14 +67,23 @@ func procStart(pid int) (uint64, error) {
 }
 
 // ownerAlive reports whether the sbx process recorded in runDir still runs.
+// An error other than "held" while testing the lock counts as alive: a
+// sandbox is never reclaimed on a guess.
 func ownerAlive(runDir string) bool {
-	data, err := os.ReadFile(filepath.Join(runDir, ownerFile))
+	f, err := os.Open(filepath.Join(runDir, ownerFile))
 	if err != nil {
 		return false
 	}
+	defer f.Close()
 	var pid int
 	var start uint64
-	if _, err := fmt.Sscanf(string(data), "%d %d", &pid, &start); err != nil {
+	var kind string
+	n, _ := fmt.Fscanf(f, "%d %d %s", &pid, &start, &kind)
+	if n == 3 && kind == ownerLock {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		return err != nil // taken: the owner is gone (closing f lets go)
+	}
+	if n < 2 {
 		return false
 	}
 	now, err := procStart(pid)

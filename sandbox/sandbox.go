@@ -36,7 +36,10 @@ type Sandbox struct {
 	// sandbox (PDEATHSIG would not do: libcontainer's init is a grandchild
 	// whose parent-death signal is reset by clone).
 	lifeline *os.File
-	state    *libcontainer.State
+	// owner is the run dir's owner record, flock'ed while the sandbox
+	// lives (see ownerAlive).
+	owner *os.File
+	state *libcontainer.State
 }
 
 // Dirs are the host directories sbx keeps its state in.
@@ -76,15 +79,17 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 	if err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
-	if err := writeOwner(tmp); err != nil {
+	owner, err := writeOwner(tmp)
+	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
 	if err := os.Rename(tmp, run); err != nil {
+		owner.Close()
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
-	s := &Sandbox{spec: spec, dirs: dirs}
+	s := &Sandbox{spec: spec, dirs: dirs, owner: owner}
 	defer func() {
 		if retErr != nil {
 			_ = s.Destroy()
@@ -271,6 +276,10 @@ func (s *Sandbox) Destroy() error {
 	}
 	if err := os.RemoveAll(s.dirs.runDir(s.spec.ID)); err != nil {
 		errs = append(errs, fmt.Errorf("remove run dir: %w", err))
+	}
+	if s.owner != nil {
+		s.owner.Close() // held to the end: a Reclaim meanwhile leaves the run alone
+		s.owner = nil
 	}
 	return errors.Join(errs...)
 }
