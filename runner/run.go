@@ -256,6 +256,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		shimReady bool             // the shim has started the program
 		held      []os.Signal      // signals waiting for that
 		poll      <-chan time.Time // while some are held
+		grace     <-chan time.Time // after a stop signal: the time to end
+		stopSig   os.Signal        // that signal
+		killed    bool             // sbx killed the sandbox itself
 	)
 	var timeout <-chan time.Time
 	if o.Timeout > 0 {
@@ -266,6 +269,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	for {
 		select {
 		case code := <-waited:
+			if sig := sb.ShimSignal(); sig != 0 && !killed && !res.TimedOut && !res.Cancelled && !sb.OOMKilled() {
+				fmt.Fprintf(o.Log, "sbx: the sandbox's PID 1 (sbx's shim) was killed by %s from outside sbx: the program's own status is lost\n", unix.SignalName(sig))
+			}
 			res.ExitCode = code
 			if res.TimedOut {
 				res.ExitCode = ExitTimeout
@@ -301,6 +307,17 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			}
 			shimReady = true
 			_ = sb.Signal(s)
+			if grace == nil && stops(s) {
+				t := time.NewTimer(StopGrace)
+				defer t.Stop()
+				grace, stopSig = t.C, s
+			}
+		case <-grace:
+			// The program ignores the signal, or the shim cannot pass it
+			// on (stopped, say): end it as docker stop does.
+			fmt.Fprintf(o.Log, "sbx: the sandbox did not end within %v of %s: killed it\n", StopGrace, unix.SignalName(stopSig.(unix.Signal)))
+			killed, grace = true, nil
+			_ = sb.Kill()
 		case <-poll:
 			if hasChild(sb.Pid()) {
 				shimReady, poll = true, nil
@@ -310,14 +327,23 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 				held = nil
 			}
 		case <-timeout:
-			res.TimedOut = true
+			res.TimedOut, killed = true, true
 			_ = sb.Kill()
 		case <-ctx.Done():
-			res.Cancelled = true
+			res.Cancelled, killed = true, true
 			_ = sb.Kill()
 			ctx = context.Background() // fire once
 		}
 	}
+}
+
+// StopGrace is how long a sandbox has to end after sbx passed it a stop
+// signal (INT, TERM, HUP, QUIT) before sbx kills it.
+const StopGrace = 10 * time.Second
+
+// stops reports whether s asks the program to end.
+func stops(s os.Signal) bool {
+	return s == unix.SIGINT || s == unix.SIGTERM || s == unix.SIGHUP || s == unix.SIGQUIT
 }
 
 // hasChild reports whether the process pid (the shim, whose main thread

@@ -40,6 +40,8 @@ type Sandbox struct {
 	// lives (see ownerAlive).
 	owner *os.File
 	state *libcontainer.State
+	// shimSignal is what the shim died of, if it did (see Wait).
+	shimSignal syscall.Signal
 }
 
 // Dirs are the host directories sbx keeps its state in.
@@ -218,7 +220,10 @@ func (s *Sandbox) Kill() error {
 }
 
 // Wait waits for the shim to exit and returns the program's exit status
-// (128+N for a signal).
+// (128+N for a signal). The shim returns the program's status as its own
+// exit code; if the shim itself died of a signal (only SIGKILL can do that:
+// sbx's own Kill, the OOM killer, or another process of the host), Wait
+// returns 128+N and [Sandbox.ShimSignal] says so.
 func (s *Sandbox) Wait() (int, error) {
 	ps, err := s.p.Wait()
 	if ps == nil {
@@ -226,10 +231,15 @@ func (s *Sandbox) Wait() (int, error) {
 	}
 	ws := ps.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
+		s.shimSignal = ws.Signal()
 		return 128 + int(ws.Signal()), nil
 	}
 	return ws.ExitStatus(), nil
 }
+
+// ShimSignal returns the signal the shim (the sandbox's PID 1) died of, or
+// 0 when it exited with the program's status. Call it after Wait.
+func (s *Sandbox) ShimSignal() syscall.Signal { return s.shimSignal }
 
 // OOMKilled reports whether the kernel's OOM killer killed a process of the
 // sandbox because of its memory limit. Call it before [Sandbox.Destroy].
