@@ -21,7 +21,7 @@ func TestSignalAtStartup(t *testing.T) {
 		// A run refused before it made a sandbox has none to look for;
 		// whatever sandbox it made is still checked for leftovers.
 		p.sbxRun = false
-		p.ownNoteCheck = true // the rootless note comes or not, by the moment
+		p.ownNoteCheck = true                             // the rootless note comes or not, by the moment
 		time.Sleep(time.Duration(i*5) * time.Millisecond) // 0 to 195 ms in
 		p.signal(syscall.SIGTERM)
 		r := p.wait()
