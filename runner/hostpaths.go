@@ -117,7 +117,7 @@ func (p hostPolicy) check(hp hostPath) error {
 		if path != p.userHome {
 			what = "an ancestor of your home directory " + p.userHome
 		}
-		return refuse("it is "+what+": the program would see all of it (~/.ssh, tokens, other projects)", "pick a project directory with --workspace")
+		return refuse("it is "+what+": the program would see all of it (~/.ssh, tokens, other projects)", "pick a project directory")
 	}
 	return nil
 }

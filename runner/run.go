@@ -700,6 +700,7 @@ func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, e
 		RunID:             spec.ID,
 		Warn:              o.Log,
 		Writable:          append([]string{spec.Workspace, spec.Home}, spec.ReadWrite...),
+		Throwaway:         o.Home == HomeTmp,
 		Cred:              o.cred,
 	})
 	if err != nil {

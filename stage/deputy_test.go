@@ -254,3 +254,37 @@ func TestStagingRefusesSymlinkOutOfWritableTree(t *testing.T) {
 	}
 	must(t, p.Finish())
 }
+
+// TestRecoverThrowawayHome: a run with a throwaway home killed before its
+// copy-back: the next Recover brings the session back and then removes the
+// whole home; a manifest write cut short (.json.tmp) is removed too.
+func TestRecoverThrowawayHome(t *testing.T) {
+	e := newEnv(t)
+	s := e.aged("allowed/s.jsonl", "s\n")
+	o := e.opts()
+	o.Throwaway = true
+	p, err := Prepare([]string{"pi", "--session", s}, o)
+	must(t, err)
+	e.sandboxWrite(p.Argv()[2], "s\nS\n")
+	p.lock.Close() // killed
+	must(t, os.WriteFile(filepath.Join(e.state, "feedfeedfeedfeed.json.tmp"), []byte("{"), 0o600))
+	must(t, Recover(e.state, &e.warnings))
+	if read(t, s) != "s\nS\n" {
+		t.Errorf("session %q", read(t, s))
+	}
+	if exists(e.sbxHome) {
+		t.Error("the throwaway home is still there")
+	}
+	if exists(filepath.Join(e.state, "feedfeedfeedfeed.json.tmp")) {
+		t.Error("the stale manifest temp file is still there")
+	}
+	// The control: a persistent home stays.
+	e2 := newEnv(t)
+	s2 := e2.aged("allowed/s.jsonl", "s\n")
+	p2 := e2.prepare("pi", "--session", s2)
+	p2.lock.Close()
+	must(t, Recover(e2.state, &e2.warnings))
+	if !exists(e2.sbxHome) {
+		t.Error("control: a persistent home was removed")
+	}
+}

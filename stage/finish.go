@@ -118,6 +118,32 @@ func copyBackRun(m *manifest, warn io.Writer) error {
 	if err := home.RemoveAll(runRel); err != nil {
 		return fmt.Errorf("remove staging dir of run %s: %w", m.RunID, err)
 	}
+	if m.Throwaway {
+		return removeHome(m)
+	}
+	return nil
+}
+
+// removeHome removes a throwaway sandbox home whose copy-back is done.
+func removeHome(m *manifest) error {
+	parent, err := hostfs.OpenDir(filepath.Dir(m.SandboxHome), nil)
+	if err != nil {
+		return fmt.Errorf("remove throwaway home: %w", err)
+	}
+	defer parent.Close()
+	base := filepath.Base(m.SandboxHome)
+	d, err := parent.OpenDir(base)
+	if err != nil {
+		return nil // gone already
+	}
+	id, err := d.ID()
+	d.Close()
+	if err != nil || id != m.HomeID {
+		return nil // not the home recorded: leave it alone
+	}
+	if err := parent.RemoveAll(base); err != nil {
+		return fmt.Errorf("remove throwaway home: %w", err)
+	}
 	return nil
 }
 
@@ -465,6 +491,17 @@ func Recover(stateDir string, warn io.Writer) error {
 	ids := map[string]bool{}
 	for _, ent := range ents {
 		name := ent.Name()
+		if id, ok := strings.CutSuffix(name, ".json.tmp"); ok && validRunID(id) {
+			// A manifest write cut short by a kill; its run's lock
+			// tells whether the writer is alive.
+			if f, held, _ := tryLock(lockPath(stateDir, id)); !held {
+				os.Remove(filepath.Join(stateDir, name))
+				if f != nil {
+					f.Close()
+				}
+			}
+			continue
+		}
 		if strings.HasPrefix(name, ".") && strings.Contains(name, ".lock.tmp-") {
 			// A Prepare killed while creating its lock. A young one
 			// may be a live Prepare between its create and its flock.

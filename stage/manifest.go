@@ -40,6 +40,9 @@ type manifest struct {
 	UID    int   `json:"uid"`
 	GID    int   `json:"gid"`
 	Groups []int `json:"groups,omitempty"`
+	// Throwaway: the sandbox home is the run's own, removed with the
+	// staging dir once the copy-back is done.
+	Throwaway bool `json:"throwaway,omitempty"`
 	// Attempts counts the copy-backs that failed; after maxAttempts the
 	// run is given up (its staged files stay in the sandbox home).
 	Attempts int     `json:"attempts,omitempty"`

@@ -62,6 +62,10 @@ type Options struct {
 	// resolved: a symlink inside one that leads out of it is never followed
 	// while staging (see resolveIn).
 	Writable []string
+	// Throwaway: SandboxHome is the run's own throwaway home; once its
+	// copy-back is done (by Finish, or by a later Recover after a kill) the
+	// whole home is removed, not only the staging dir.
+	Throwaway bool
 	// Cred is the invoking user's identity: every source is read, and
 	// every staged file written, with it (hostfs.Cred.Do), so that root
 	// staging for a user reads only what the user may read and creates
@@ -528,7 +532,7 @@ func (p *Plan) ensureRun() error {
 	man := manifest{
 		Version: manifestVersion, RunID: p.opts.RunID, PID: os.Getpid(),
 		Started: time.Now().UTC(), SandboxHome: home, HomeID: homeID,
-		UID: c.UID, GID: c.GID, Groups: c.Groups, Entries: []entry{},
+		UID: c.UID, GID: c.GID, Groups: c.Groups, Throwaway: p.opts.Throwaway, Entries: []entry{},
 	}
 	err = hostfs.AsSelf(func() error {
 		lock, err := createLock(p.opts.StateDir, p.opts.RunID)

@@ -219,8 +219,10 @@ func cmdRun(args []string, s streams) int {
 	switch {
 	case res.TimedOut:
 		fmt.Fprintf(s.err, "sbx: timed out after %v: killed the sandbox\n", o.Timeout)
-	case res.OOM:
+	case res.OOM && res.ExitCode == 128+9:
 		fmt.Fprintf(s.err, "sbx: out of memory: the program was killed at its %s limit (raise it with --memory)\n", memory)
+	case res.OOM:
+		fmt.Fprintf(s.err, "sbx: out of memory: the kernel killed a process of the sandbox at its %s limit; the program itself exited with %d (raise the limit with --memory)\n", memory, res.ExitCode)
 	}
 	if res.CopyBackErr != nil && res.ExitCode == 0 {
 		return exitSbxError // the program succeeded, but its work did not all come back
