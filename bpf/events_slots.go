@@ -11,6 +11,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ErrNoFreeRing is returned when every ring of the pool is held by a
+// running sandbox. The walls do not depend on rings: a run without one is
+// enforced all the same, its denials only counted ([Unrouted]).
+var ErrNoFreeRing = errors.New("every event ring is taken by running sandboxes")
+
 // slot is one ring of the pool, held by one EventReader.
 type slot struct {
 	index   uint32
@@ -37,9 +42,9 @@ func slotDir(dir string, i uint32) string { return filepath.Join(dir, fmt.Sprint
 // of a slot creates its ring, installs and pins it.
 func claimPinnedSlot(events *ebpf.Map, dir string) (*slot, error) {
 	n := events.MaxEntries()
-	// Twice: a slot directory created concurrently by another process may
-	// be the one we wanted to create.
-	for attempt := 0; attempt < 2; attempt++ {
+	// Again while other processes take the slots we found free, or create
+	// the one we wanted to create: many runs starting at once race here.
+	for attempt := 0; attempt < 16; attempt++ {
 		missing := -1
 		for i := uint32(0); i < n; i++ {
 			s, err := lockPinnedSlot(events, dir, i)
@@ -58,7 +63,7 @@ func claimPinnedSlot(events *ebpf.Map, dir string) (*slot, error) {
 			return s, nil
 		}
 		if missing < 0 {
-			return nil, fmt.Errorf("all %d event rings are taken by running sandboxes", n)
+			return nil, fmt.Errorf("%w (all %d)", ErrNoFreeRing, n)
 		}
 		if err := os.Mkdir(slotDir(dir, uint32(missing)), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("create ring slot: %w", err)
@@ -71,7 +76,7 @@ func claimPinnedSlot(events *ebpf.Map, dir string) (*slot, error) {
 			return nil, err
 		}
 	}
-	return nil, errors.New("no free event ring (pool changing under us; retry)")
+	return nil, fmt.Errorf("%w (the pool kept changing under concurrent starts)", ErrNoFreeRing)
 }
 
 // lockPinnedSlot locks slot i's directory without waiting (EWOULDBLOCK if
@@ -177,5 +182,5 @@ func claimPrivateSlot(events *ebpf.Map) (*slot, error) {
 			return nil
 		}}, nil
 	}
-	return nil, fmt.Errorf("all %d event rings are taken", len(p.taken))
+	return nil, fmt.Errorf("%w (all %d)", ErrNoFreeRing, len(p.taken))
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,6 +47,11 @@ func (w *netWall) watch(dir string, rep *reporter) error {
 		return fmt.Errorf("network wall: %w", err)
 	}
 	er, err := w.net.Events(id)
+	if errors.Is(err, bpf.ErrNoFreeRing) {
+		// Reporting is not a protection: the run goes ahead, walled.
+		rep.degraded(err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("network wall: read denials: %w", err)
 	}

@@ -450,3 +450,13 @@ func drain(er *bpf.EventReader, done <-chan struct{}) {
 	case <-time.After(time.Second):
 	}
 }
+
+// degraded notes that the run's denials cannot be reported (err says why),
+// while its walls hold all the same.
+func (r *reporter) degraded(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.log != nil {
+		fmt.Fprintf(r.log, "sbx: warning: this run's denials are enforced but not reported: %v\n", err)
+	}
+}
