@@ -72,3 +72,32 @@ func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
 }
+
+// staleCgroupAge is how old an empty sandbox cgroup without a run must be
+// before sweepCgroups removes it: libcontainer fills a new one within
+// milliseconds, so a minute leaves every starting run alone.
+const staleCgroupAge = time.Minute
+
+// sweepCgroups removes sandbox cgroups (under CgroupParent, named like a
+// run id) that hold no process and are older than staleCgroupAge: what a
+// teardown cut short left behind after its run dir was gone, which Reclaim
+// (keyed by run dirs) cannot find. A cgroup with a process is never
+// touched: it may belong to a run of another state dir.
+func sweepCgroups() {
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", CgroupParent, "*"))
+	more, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", CgroupParent, "*"))
+	for _, d := range append(dirs, more...) {
+		if ValidID(filepath.Base(d)) != nil {
+			continue
+		}
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < staleCgroupAge {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil || len(strings.TrimSpace(string(data))) != 0 {
+			continue
+		}
+		_ = unix.Rmdir(d) // EBUSY if a child cgroup or a task appeared: left alone
+	}
+}

@@ -95,6 +95,7 @@ func ownerAlive(runDir string) bool {
 // rootfs. Sandboxes of live sbx processes are left alone. It returns the ids
 // it reclaimed.
 func Reclaim(dirs Dirs) ([]string, error) {
+	sweepCgroups()
 	entries, err := os.ReadDir(filepath.Join(dirs.Root, "run"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

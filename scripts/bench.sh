@@ -75,10 +75,14 @@ PY
 # itself, which runs outside the sandbox's limits (scripts/bench-flood.sh).
 flood=$(cd "$root" && SBX="$SBX" ./scripts/bench-flood.sh 2>/dev/null)
 echo "$flood" >&2
+# Many sandboxes at once, and SIGKILLs at random moments
+# (scripts/bench-many.sh).
+many=$(cd "$root" && SBX="$SBX" ./scripts/bench-many.sh 2>/dev/null)
+echo "$many" >&2
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$out" "$rss" "$OPENS" "$load_start" "$load_end" "$ol_bare" "$ol_sbx" "$flood" <<'PY'
+python3 - "$out" "$rss" "$OPENS" "$load_start" "$load_end" "$ol_bare" "$ol_sbx" "$flood" "$many" <<'PY'
 import json, re, sys
-out, rss, opens, load_start, load_end, ol_bare, ol_sbx, flood = sys.argv[1:9]
+out, rss, opens, load_start, load_end, ol_bare, ol_sbx, flood, many = sys.argv[1:10]
 def means(path):
     return {r["command"]: (r["mean"] * 1000, r["stddev"] * 1000, r["min"] * 1000, r["median"] * 1000) for r in json.load(open(path))["results"]}
 s = means(out + ".start.json"); l = means(out + ".loop.json"); o = means(out + ".open.json")
@@ -141,6 +145,13 @@ print(f"| peak RSS of a `sbx run -- true` (largest process) | {rss} MiB | | |")
 f = dict(kv.split("=", 1) for kv in flood.split())
 if "sbx_peak_rss_mib" in f:
     print(f"| denial flood, {f['wall_s']} s ({f['attempts']} denied opens): sbx's peak RSS / CPU | {f['sbx_peak_rss_mib']} MiB / {f['sbx_cpu_s']} s | | `--violations` {f['violations_mib']} MiB ({f['violations_mib_per_s']} MiB/s) |")
+for line in many.splitlines():
+    kind, *kvs = line.split()
+    m = dict(kv.split("=", 1) for kv in kvs)
+    if kind == "conc":
+        print(f"| {m['N']} `sbx run -- true` at once: exited 0 / p50 / p95 per run / sbx peak RSS / left after | {m['ok']}/{m['N']} / {m['p50_ms']} ms / {m['p95_ms']} ms / {m['rss_mib']} MiB / {m['leftovers']} | | |")
+    elif kind == "kills":
+        print(f"| {m['n']} SIGKILLs of sbx at random moments: sandbox gone within 1 s / left after the next run / session appends lost | {m['gone_1s']}/{m['n']} / {m['leftovers']} / {m['lost']} | | lost must be 0 |")
 print()
 print(f"Load average (1, 5, 15 min) before: {load_start}; after: {load_end}.")
 PY
