@@ -20,6 +20,9 @@ func Init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		libcontainer.Init() // never returns
 	}
+	if len(os.Args) > 0 && os.Args[0] == watchArg0 {
+		os.Exit(runWatch())
+	}
 	if len(os.Args) > 0 && os.Args[0] == ShimPath {
 		os.Exit(RunShim(os.Args[1:]))
 	}

@@ -42,6 +42,9 @@ type Sandbox struct {
 	state *libcontainer.State
 	// shimSignal is what the shim died of, if it did (see Wait).
 	shimSignal syscall.Signal
+	// watch ends the sandbox if sbx dies before the shim watches its
+	// lifeline (see startWatcher).
+	watch *watcher
 }
 
 // Dirs are the host directories sbx keeps its state in.
@@ -167,6 +170,12 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 	} else {
 		p.Stdin, p.Stdout, p.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	}
+	if s.watch, err = startWatcher(self); err != nil {
+		return nil, err
+	}
+	for _, d := range spec.cgroupDirs() {
+		s.watch.watch("cg", d)
+	}
 	if err := onStartThread(func() error { return c.Start(p) }); err != nil {
 		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
@@ -183,6 +192,7 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 		return nil, fmt.Errorf("read sandbox state: %w", err)
 	}
 	s.state = st
+	s.watch.watch("pid", strconv.Itoa(st.InitProcessPid))
 	return s, nil
 }
 
@@ -287,6 +297,7 @@ func (s *Sandbox) Destroy() error {
 	if err := os.RemoveAll(s.dirs.runDir(s.spec.ID)); err != nil {
 		errs = append(errs, fmt.Errorf("remove run dir: %w", err))
 	}
+	s.watch.close() // nothing left for it to kill
 	if s.owner != nil {
 		s.owner.Close() // held to the end: a Reclaim meanwhile leaves the run alone
 		s.owner = nil
