@@ -211,8 +211,15 @@ func (s *Sandbox) Exec() error {
 	if err := s.c.Exec(); err != nil {
 		return fmt.Errorf("exec program: %w", err)
 	}
+	// From here the shim ends the sandbox when sbx dies (its lifeline);
+	// the watcher waits a moment before it steps in.
+	s.watch.watch("grace", watchGrace.String())
 	return nil
 }
+
+// watchGrace is how long the watcher leaves the shim to end the sandbox
+// after sbx died, once the shim runs.
+const watchGrace = 500 * time.Millisecond
 
 // Signal sends sig to the shim, which forwards it to the program.
 func (s *Sandbox) Signal(sig os.Signal) error { return s.p.Signal(sig) }

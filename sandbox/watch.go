@@ -69,7 +69,8 @@ func startWatcher(self string) (*watcher, error) {
 }
 
 // watch tells the watcher what to end: "cg DIR" for a cgroup directory,
-// "pid N" for a process (taken by pidfd on receipt, so never a reused pid).
+// "pid N" for a process (taken by pidfd on receipt, so never a reused pid);
+// "grace D" delays the kill by D once the shim watches its lifeline.
 func (wt *watcher) watch(kind, what string) {
 	if wt != nil {
 		fmt.Fprintf(wt.w, "%s %s\n", kind, what)
@@ -90,10 +91,15 @@ func (wt *watcher) close() {
 func runWatch() int {
 	var pidfds []int
 	var cgroups []string
+	var grace time.Duration
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		kind, arg, _ := strings.Cut(sc.Text(), " ")
 		switch kind {
+		case "grace":
+			if d, err := time.ParseDuration(arg); err == nil && d >= 0 && d < time.Second {
+				grace = d
+			}
 		case "pid":
 			if pid, err := strconv.Atoi(arg); err == nil {
 				if fd, err := unix.PidfdOpen(pid, 0); err == nil {
@@ -106,6 +112,9 @@ func runWatch() int {
 			}
 		}
 	}
+	// Once the shim watches its lifeline, it ends the sandbox itself (and
+	// says so): the watcher is only the backstop then.
+	time.Sleep(grace)
 	for _, fd := range pidfds {
 		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 	}
