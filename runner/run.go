@@ -100,19 +100,11 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if ids, err := sandbox.Reclaim(dirs); err != nil {
 		fmt.Fprintf(o.Log, "sbx: warning: cleaning up after an earlier run: %v\n", err)
 	} else if len(ids) > 0 {
-		for _, id := range ids {
-			// Their throwaway homes (ids are validated, so the
-			// pattern cannot reach elsewhere). A home that a pending
-			// copy-back still names stays for stage.Recover.
-			homes, _ := filepath.Glob(filepath.Join(os.TempDir(), "sbx-home-"+id+"-*"))
-			for _, h := range homes {
-				if !stage.Pending(stagingStateDir(o.StateDir), h) {
-					_ = removeAsUser(o.cred, h)
-				}
-			}
-		}
 		fmt.Fprintf(o.Log, "sbx: cleaned up %d sandbox(es) left by a killed sbx\n", len(ids))
 	}
+	// Throwaway homes of killed runs, also of runs killed before their
+	// sandbox existed.
+	sweepTmpHomes(o.StateDir)
 	stagingState := stagingStateDir(o.StateDir)
 	if err := stage.Recover(stagingState, o.Log); err != nil {
 		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %v\n", err)
@@ -559,13 +551,19 @@ func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
 	nop := func() {}
 	switch o.Home {
 	case HomeTmp:
+		lock, err := registerTmpHome(o.StateDir, id)
+		if err != nil {
+			return "", nop, err
+		}
 		var dir string
-		err := o.cred.Do(func() error {
+		err = o.cred.Do(func() error {
 			var err error
-			dir, err = os.MkdirTemp("", "sbx-home-"+id+"-")
+			dir, err = os.MkdirTemp("", tmpHomePrefix+id+"-")
 			return err
 		})
 		if err != nil {
+			lock.Close()
+			os.Remove(lock.Name())
 			return "", nop, fmt.Errorf("create throwaway home: %w", err)
 		}
 		return dir, func() {
@@ -573,7 +571,9 @@ func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
 			// removes it with the run's staging dir).
 			if !stage.Pending(stagingStateDir(o.StateDir), dir) {
 				_ = removeAsUser(o.cred, dir)
+				os.Remove(lock.Name())
 			}
+			lock.Close()
 		}, nil
 	case "":
 		base := filepath.Join(o.dataHome(who), "sbx")

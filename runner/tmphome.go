@@ -1,0 +1,112 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/sandbox"
+	"github.com/sbx-sandbox/sbx/stage"
+	"golang.org/x/sys/unix"
+)
+
+// Throwaway homes (--home tmp) live in the temp dir, outside the run dir
+// that Reclaim removes, and a kill at the wrong moment (after the home is
+// made, before the sandbox is) left them behind for good. So each is
+// registered first: a lock file in the state dir, flock'ed by its sbx for
+// the run's life (the kernel drops the lock when sbx dies). sweepTmpHomes,
+// run by every later run, removes the homes whose lock is free, unless a
+// pending copy-back still needs them (stage.Pending).
+
+// tmpHomePrefix starts the name of every throwaway home.
+const tmpHomePrefix = "sbx-home-"
+
+// tmpHomeAge is how old an unlocked throwaway home must be before a sweep
+// removes it (a home is made a moment after its lock), and
+// unregisteredHomeAge how old one without a lock file (older sbx versions)
+// must be.
+const (
+	tmpHomeAge          = time.Minute
+	unregisteredHomeAge = 24 * time.Hour
+)
+
+func tmpHomeLock(stateDir, id string) string {
+	return filepath.Join(stateDir, "homes", id+".lock")
+}
+
+// registerTmpHome creates and locks run id's throwaway-home record.
+func registerTmpHome(stateDir, id string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Join(stateDir, "homes"), 0o700); err != nil {
+		return nil, fmt.Errorf("register throwaway home: %w", err)
+	}
+	f, err := os.OpenFile(tmpHomeLock(stateDir, id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("register throwaway home: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("register throwaway home: %w", err)
+	}
+	return f, nil
+}
+
+// homeLockFree reports whether run id's record exists and is not held.
+func homeLockFree(stateDir, id string) (exists, free bool) {
+	f, err := os.Open(tmpHomeLock(stateDir, id))
+	if err != nil {
+		return false, false
+	}
+	defer f.Close()
+	return true, unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+}
+
+// sweepTmpHomes removes the throwaway homes of runs whose sbx is gone (see
+// above), each as its owner, and their records. It returns how many.
+func sweepTmpHomes(stateDir string) int {
+	homes, _ := filepath.Glob(filepath.Join(os.TempDir(), tmpHomePrefix+"*"))
+	n := 0
+	for _, h := range homes {
+		id, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(h), tmpHomePrefix), "-")
+		if !ok || sandbox.ValidID(id) != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(h, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		age := time.Since(time.Unix(st.Mtim.Unix()))
+		registered, free := homeLockFree(stateDir, id)
+		switch {
+		case registered && (!free || age < tmpHomeAge):
+			continue
+		case !registered && age < unregisteredHomeAge:
+			continue
+		case stage.Pending(stagingStateDir(stateDir), h):
+			continue
+		}
+		owner := hostfs.LookupCred(int(st.Uid), int(st.Gid))
+		if err := removeAsUser(owner, h); err == nil || errors.Is(err, fs.ErrNotExist) {
+			n++
+			os.Remove(tmpHomeLock(stateDir, id))
+		}
+	}
+	// Records whose home is gone (removed by a Recover, say) and whose
+	// run has ended.
+	locks, _ := filepath.Glob(filepath.Join(stateDir, "homes", "*.lock"))
+	for _, l := range locks {
+		id := strings.TrimSuffix(filepath.Base(l), ".lock")
+		if m, _ := filepath.Glob(filepath.Join(os.TempDir(), tmpHomePrefix+id+"-*")); len(m) > 0 {
+			continue
+		}
+		if _, free := homeLockFree(stateDir, id); free {
+			os.Remove(l)
+		}
+	}
+	return n
+}
+

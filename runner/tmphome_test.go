@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestSweepTmpHomes: the throwaway home of a run whose sbx is gone (its
+// record unlocked) is removed once a minute old; a live run's, a young
+// one's and an unregistered young one's stay.
+func TestSweepTmpHomes(t *testing.T) {
+	state := t.TempDir()
+	old := time.Now().Add(-2 * time.Minute)
+	mk := func(id string, age time.Time) string {
+		d, err := os.MkdirTemp("", tmpHomePrefix+id+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.WriteFile(filepath.Join(d, "f"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, age, age); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	const deadID, liveID, youngID, unregID = "dead00000000000a", "11ve00000000000b", "young0000000000c", "unreg0000000000d"
+	dead := mk(deadID, old)
+	l, err := registerTmpHome(state, deadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close() // its sbx died
+	live := mk(liveID, old)
+	hold, err := registerTmpHome(state, liveID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	young := mk(youngID, time.Now())
+	l, _ = registerTmpHome(state, youngID)
+	l.Close()
+	unreg := mk(unregID, old)
+	sweepTmpHomes(state)
+	if _, err := os.Stat(dead); err == nil {
+		t.Error("the dead run's throwaway home is still there")
+	}
+	if _, err := os.Stat(tmpHomeLock(state, deadID)); err == nil {
+		t.Error("the dead run's record is still there")
+	}
+	for _, d := range []string{live, young, unreg} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed", d)
+		}
+	}
+}
