@@ -109,4 +109,3 @@ func sweepTmpHomes(stateDir string) int {
 	}
 	return n
 }
-
