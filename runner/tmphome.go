@@ -26,29 +26,33 @@ import (
 // tmpHomePrefix starts the name of every throwaway home.
 const tmpHomePrefix = "sbx-home-"
 
-// tmpHomeAge is how old an unlocked throwaway home must be before a sweep
-// removes it (a home is made a moment after its lock), and
-// unregisteredHomeAge how old one without a lock file (older sbx versions)
-// must be.
-const (
-	tmpHomeAge          = time.Minute
-	unregisteredHomeAge = 24 * time.Hour
-)
+// unregisteredHomeAge is how old a throwaway home without a record (made
+// by an older sbx version, or whose run is registering it) must be before a
+// sweep removes it.
+const unregisteredHomeAge = 24 * time.Hour
 
 func tmpHomeLock(stateDir, id string) string {
 	return filepath.Join(stateDir, "homes", id+".lock")
 }
 
-// registerTmpHome creates and locks run id's throwaway-home record.
+// registerTmpHome creates run id's throwaway-home record already locked
+// (made and flock'ed under a temporary name, then linked into place), so
+// that a record without a lock always means a run that has ended.
 func registerTmpHome(stateDir, id string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Join(stateDir, "homes"), 0o700); err != nil {
+	dir := filepath.Join(stateDir, "homes")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("register throwaway home: %w", err)
 	}
-	f, err := os.OpenFile(tmpHomeLock(stateDir, id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(dir, "."+id+".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("register throwaway home: %w", err)
 	}
+	defer os.Remove(f.Name())
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("register throwaway home: %w", err)
+	}
+	if err := os.Link(f.Name(), tmpHomeLock(stateDir, id)); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("register throwaway home: %w", err)
 	}
@@ -82,7 +86,7 @@ func sweepTmpHomes(stateDir string) int {
 		age := time.Since(time.Unix(st.Mtim.Unix()))
 		registered, free := homeLockFree(stateDir, id)
 		switch {
-		case registered && (!free || age < tmpHomeAge):
+		case registered && !free:
 			continue
 		case !registered && age < unregisteredHomeAge:
 			continue
@@ -94,6 +98,7 @@ func sweepTmpHomes(stateDir string) int {
 			n++
 			os.Remove(tmpHomeLock(stateDir, id))
 		}
+		// Records are the lock file; the home's name is what is swept.
 	}
 	// Records whose home is gone (removed by a Recover, say) and whose
 	// run has ended.

@@ -8,8 +8,8 @@ import (
 )
 
 // TestSweepTmpHomes: the throwaway home of a run whose sbx is gone (its
-// record unlocked) is removed once a minute old; a live run's, a young
-// one's and an unregistered young one's stay.
+// record unlocked) is removed; a live run's, and one without a record (an
+// older version's) younger than a day, stay.
 func TestSweepTmpHomes(t *testing.T) {
 	state := t.TempDir()
 	old := time.Now().Add(-2 * time.Minute)
@@ -27,7 +27,7 @@ func TestSweepTmpHomes(t *testing.T) {
 		}
 		return d
 	}
-	const deadID, liveID, youngID, unregID = "dead00000000000a", "11ve00000000000b", "young0000000000c", "unreg0000000000d"
+	const deadID, liveID, unregID = "dead00000000000a", "11ee00000000000b", "feed0000000000cd"
 	dead := mk(deadID, old)
 	l, err := registerTmpHome(state, deadID)
 	if err != nil {
@@ -40,9 +40,6 @@ func TestSweepTmpHomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hold.Close()
-	young := mk(youngID, time.Now())
-	l, _ = registerTmpHome(state, youngID)
-	l.Close()
 	unreg := mk(unregID, old)
 	sweepTmpHomes(state)
 	if _, err := os.Stat(dead); err == nil {
@@ -51,7 +48,7 @@ func TestSweepTmpHomes(t *testing.T) {
 	if _, err := os.Stat(tmpHomeLock(state, deadID)); err == nil {
 		t.Error("the dead run's record is still there")
 	}
-	for _, d := range []string{live, young, unreg} {
+	for _, d := range []string{live, unreg} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s was removed", d)
 		}

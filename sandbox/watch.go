@@ -53,6 +53,7 @@ func startWatcher(self string) (*watcher, error) {
 		Path:   self,
 		Args:   []string{watchArg0},
 		Env:    []string{},
+		Dir:    "/", // never keeps a workspace busy
 		Stdin:  r,
 		Stdout: devnull,
 		Stderr: devnull,
@@ -77,10 +78,11 @@ func (wt *watcher) watch(kind, what string) {
 	}
 }
 
-// close lets the watcher go: it kills what is left of the sandbox (nothing
-// after a teardown) and exits.
+// close lets the watcher go after a teardown: there is nothing left to
+// kill, and it exits at once.
 func (wt *watcher) close() {
 	if wt != nil && wt.w != nil {
+		fmt.Fprintln(wt.w, "done")
 		wt.w.Close()
 		wt.w = nil
 	}
@@ -96,6 +98,8 @@ func runWatch() int {
 	for sc.Scan() {
 		kind, arg, _ := strings.Cut(sc.Text(), " ")
 		switch kind {
+		case "done":
+			return 0 // sbx tore the sandbox down itself
 		case "grace":
 			if d, err := time.ParseDuration(arg); err == nil && d >= 0 && d < time.Second {
 				grace = d
