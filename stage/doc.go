@@ -49,11 +49,31 @@
 //
 // Session-like values come back when the run ends (Plan.Finish): pi's
 // --session and --fork files, --session-dir contents and the --export output.
-// A session file is staged in a directory of its own (.../session/s.jsonl),
-// because pi keeps new sessions beside the file it opened; new files there
-// are created beside the host file. Values that may not exist yet (a new
-// --session path, a --session-dir, the export output) are staged as empty
-// placeholders when their parent directory exists under an allowed root.
+// A session file is staged in a directory of its own (.../session/s.jsonl);
+// only that file comes back, never other files the sandbox writes beside it
+// (a run without --write could otherwise plant an .envrc or a Makefile in
+// its read-only workspace); a --session-dir brings back only session files
+// (*.jsonl). Values that may not exist yet (a new --session path, a
+// --session-dir, the export output) are staged as empty placeholders when
+// their parent directory exists under an allowed root.
+//
+// # The host side is a deputy
+//
+// sbx may run as root (under sudo) while the paths it stages from and copies
+// back to lie in trees the sandbox can write. So every file operation here
+// runs with the invoking user's identity (Options.Cred, hostfs.Cred.Do):
+// what the user could not read is not staged, where the user could not write
+// nothing is written, and what is created is the user's. Every path is
+// opened from a directory fd downward without following any symlink
+// (hostfs.Dir), and copy-back writes only into the directory recorded at
+// staging (device and inode): a directory swapped for a symlink or another
+// directory during the run is refused, and the sandbox's version stays in
+// the staging dir. While staging, a symlink inside a tree a sandbox can
+// write (Options.Writable) that leads out of it is not followed. Copy-back
+// is bounded: MaxCopyBackFile per file, MaxCopyBackRun per run; a failure
+// is retried by later runs at most maxAttempts times in all (at once given
+// up when no retry can help: a replaced directory), then given up with one
+// line naming where the sandbox's version stays.
 //
 // Copy-back goes to the resolved host path (the container variant wrote to
 // the raw argument, so "~/..." and relative sessions went astray). A staged
@@ -66,9 +86,8 @@
 // sandbox's version is written beside as <name>.sbx-conflict-<run-id><ext>
 // and a warning says so. Deletions inside the sandbox never propagate. Only
 // regular files come back; symlinks or special files the sandbox leaves in
-// the staging dir are ignored with a warning, and every access to the
-// staging dir goes through os.Root, so a symlink planted by the sandbox can
-// neither be read through nor deleted through. Other staged values
+// the staging dir are ignored with a warning, and a symlink planted by the
+// sandbox can neither be read through nor deleted through. Other staged values
 // (extensions, skills, ...) are inputs and never written back.
 //
 // # Surviving a killed sbx
@@ -79,7 +98,7 @@
 // manifest names the host paths copy-back writes to, so the sandbox must not
 // be able to forge one (this is why it does not live in the staging dir).
 // The kernel drops the lock when sbx dies, even by SIGKILL. Recover, run by
-// the next sbx (or "sbx recover"), finishes every run whose lock it can take
+// the next sbx run, finishes every run whose lock it can take
 // and skips the others, which are alive. Finish and Recover are idempotent:
 // a copy-back interrupted half-way is completed without false conflicts. If
 // a copy-back fails, the staging dir and manifest stay for a later attempt.

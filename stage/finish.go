@@ -476,7 +476,7 @@ func hashFile(r *hostfs.Dir, name string) (string, error) {
 // (killed, crashed, power loss) and removes their staging dirs. It looks at
 // the manifests in stateDir (Options.StateDir) and skips every run whose
 // lock is still held, i.e. whose sbx is alive, in this process or another.
-// Call it before Prepare on every run (and from "sbx recover").
+// Call it before Prepare on every run.
 func Recover(stateDir string, warn io.Writer) error {
 	if warn == nil {
 		warn = io.Discard
