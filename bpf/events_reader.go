@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -36,6 +37,7 @@ type EventReader struct {
 	slot    *slot
 	rd      *ringbuf.Reader
 	running bool // registered in sbx_drops
+	closed  bool // Close has run
 }
 
 // NewEventReader takes a free ring of the pool in maps, registers it for
@@ -115,6 +117,9 @@ func forgetSlot(drops *ebpf.Map, slot uint32) error {
 // or Close (os.ErrClosed). To drain at teardown, once the run's tasks are
 // gone: SetDeadline(time.Now()) and Read until os.ErrDeadlineExceeded.
 func (r *EventReader) Read() (Event, error) {
+	if r.rd == nil {
+		return Event{}, os.ErrClosed
+	}
 	for {
 		rec, err := r.rd.Read()
 		if err != nil {
@@ -162,10 +167,12 @@ func (r *EventReader) Close() error {
 		errs = append(errs, r.drops.Close())
 		r.drops = nil
 	}
-	if r.rd != nil {
+	if r.rd != nil && !r.closed {
+		// r.rd stays: a Read after (or during) Close gets os.ErrClosed
+		// from it.
 		errs = append(errs, r.rd.Close())
-		r.rd = nil
 	}
+	r.closed = true
 	if r.slot != nil {
 		errs = append(errs, r.slot.release())
 		r.slot = nil

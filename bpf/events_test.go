@@ -496,11 +496,18 @@ func TestEventPoolFull(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			if _, err := NewEventReader(maps, 3); err == nil || !strings.Contains(err.Error(), "taken") {
-				t.Fatalf("third reader on a pool of 2: %v, want an error saying the rings are taken", err)
+			if _, err := NewEventReader(maps, 3); !errors.Is(err, ErrNoFreeRing) {
+				t.Fatalf("third reader on a pool of 2: %v, want ErrNoFreeRing", err)
 			}
 			if err := a.Close(); err != nil {
 				t.Fatal(err)
+			}
+			// Read after Close says so, as documented (it panicked).
+			if _, err := a.Read(); !errors.Is(err, os.ErrClosed) {
+				t.Errorf("Read after Close: %v, want os.ErrClosed", err)
+			}
+			if err := a.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
 			}
 			c, err := NewEventReader(maps, 3)
 			if err != nil {
