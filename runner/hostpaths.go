@@ -2,10 +2,10 @@ package runner
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,9 +71,9 @@ func newHostPolicy(stateDir, userHome string) (hostPolicy, error) {
 	if err != nil {
 		return hostPolicy{}, fmt.Errorf("read the mount table: %w", err)
 	}
-	p := hostPolicy{stateDir: realPrefix(stateDir), mounts: mounts}
+	p := hostPolicy{stateDir: hostfs.ResolvePrefix(stateDir), mounts: mounts}
 	if userHome != "" && userHome != "/" {
-		p.userHome = realPrefix(userHome)
+		p.userHome = hostfs.ResolvePrefix(userHome)
 	}
 	return p, nil
 }
@@ -120,20 +120,4 @@ func (p hostPolicy) check(hp hostPath) error {
 		return refuse("it is "+what+": the program would see all of it (~/.ssh, tokens, other projects)", "pick a project directory")
 	}
 	return nil
-}
-
-// realPrefix resolves the longest existing prefix of p, so that a
-// directory not created yet is still compared by its real location.
-func realPrefix(p string) string {
-	p = filepath.Clean(p)
-	rest := ""
-	for cur := p; ; cur = filepath.Dir(cur) {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(r, rest)
-		}
-		if cur == "/" || cur == "." {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-	}
 }

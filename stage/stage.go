@@ -96,7 +96,7 @@ func (o *Options) normalize() error {
 	if o.HostHome != "" {
 		o.HostHome = filepath.Clean(o.HostHome)
 	}
-	if within(o.StateDir, o.SandboxHome) || within(realOr(o.StateDir), realOr(o.SandboxHome)) {
+	if within(o.StateDir, o.SandboxHome) || within(hostfs.ResolvePrefix(o.StateDir), hostfs.ResolvePrefix(o.SandboxHome)) {
 		return fmt.Errorf("stage: state dir %s is inside the sandbox home %s (the sandbox could forge manifests)", o.StateDir, o.SandboxHome)
 	}
 	if o.RunID == "" {
@@ -116,21 +116,6 @@ func (o *Options) normalize() error {
 }
 
 func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
-
-// realOr resolves the longest existing prefix of p, so that a state dir not
-// created yet is still compared by its real location.
-func realOr(p string) string {
-	rest := ""
-	for cur := p; ; cur = filepath.Dir(cur) {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(r, rest)
-		}
-		if cur == "/" {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-	}
-}
 
 // Plan is the result of Prepare: the rewritten argv and what Finish must
 // copy back. Its methods are safe for concurrent use.
