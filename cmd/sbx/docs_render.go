@@ -307,14 +307,16 @@ func fishCompletion(doc cliDoc) string {
 				line += " -l " + f.Name
 			}
 			if f.Arg != "" {
-				line += " -r"
+				// -x: takes an argument, and no file names unless -F.
 				switch {
 				case len(f.Values) > 0:
-					line += " -a " + shQuote(strings.Join(f.Values, " "))
+					line += " -x -a " + shQuote(strings.Join(f.Values, " "))
 				case f.Completes() == "dir":
-					line += " -a '(__fish_complete_directories)'"
+					line += " -x -a '(__fish_complete_directories)'"
 				case f.Completes() == "file":
-					line += " -F"
+					line += " -r -F"
+				default:
+					line += " -x"
 				}
 			}
 			line += " -d " + shQuote(f.Short())
