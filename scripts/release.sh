@@ -95,7 +95,7 @@ licenses() {
 	debarch=$arch
 	{
 		echo "sbx $VERSION linux/$arch"
-		echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+		echo "commit: ${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
 		echo "go: $($GO env GOVERSION)"
 		echo "build tags: $tags"
 		echo "Debian packages linked statically (source: apt-get source PACKAGE=VERSION, or snapshot.debian.org):"
