@@ -27,6 +27,7 @@ chmod 440 "$sudoers"
 tool=/opt/hostedtoolcache/sbx-ci-test/1.0.0/x64
 prefix=$(mktemp -d /tmp/sbx-ci-prefix.XXXXXX)
 chmod 755 "$prefix"
+mkdir -m 755 "$prefix/apparmor.d" # as /etc/apparmor.d on an Ubuntu runner
 ws=/home/runner/work/sbx-ci-test/repo
 out=$(mktemp -d)
 cleanup() {
