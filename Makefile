@@ -32,10 +32,12 @@ demo: deps build
 	./scripts/demo.sh
 
 ## test: everything CI runs: vet, generated-code check, unit, integration and
-## escape tests, a short fuzz of every parser, and the BPF LSM tests under QEMU
+## escape tests, the static release binary on an old userland, a short fuzz
+## of every parser, and the BPF LSM tests under QEMU
 test: deps vet generate-check build
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./...
 	$(MAKE) test-rootless
+	$(MAKE) release-check
 	$(MAKE) fuzz
 	$(MAKE) vmtest
 
