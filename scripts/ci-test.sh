@@ -66,6 +66,7 @@ expect() { # expect DESCRIPTION TEST...
 }
 show() { echo "---- $1.out"; cat "$out/$1.out"; echo "---- $1.err"; cat "$out/$1.err"; }
 
+# shellcheck disable=SC2016 # expanded inside the sandbox, not here
 st=$(runjob main 'echo "secret=[${MY_SECRET:-}] token=[${GITHUB_TOKEN:-}]"; env; hello-tool; echo "user=$(id -un) home=$HOME"; if [ -t 0 ] || [ -t 1 ]; then echo tty; else echo notty; fi; cat ~/.ssh/sbx-ci-test-key 2>/dev/null || echo "no-real-home-key"; echo built > out.txt')
 expect "job exits 0 (got $st)" test "$st" = 0
 expect "secrets not in the sandbox's environment" grep -qF 'secret=[] token=[]' "$out/main.out"

@@ -12,7 +12,8 @@ die() { echo "release-repro: $*" >&2; exit 1; }
 
 export VERSION=${VERSION:-$(git describe --tags --always)}
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
-export COMMIT=$(git rev-parse HEAD)
+COMMIT=$(git rev-parse HEAD)
+export COMMIT
 tmp=$(mktemp -d)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 
