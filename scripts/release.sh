@@ -51,8 +51,8 @@ build() {
 	if [ "$arch" = "$hostarch" ]; then cc=${CC:-gcc}; else cc=$tri-gcc; fi
 	command -v "$cc" >/dev/null || die "$arch: no C compiler $cc (apt-get install gcc-$tri)"
 	[ -f "/usr/lib/$tri/libseccomp.a" ] || die "$arch: no /usr/lib/$tri/libseccomp.a (dpkg --add-architecture $arch; apt-get update; apt-get install libseccomp-dev:$arch)"
-	# PKG_CONFIG_PATH (searched first) may point at another libseccomp:
-	# see THIRD_PARTY_NOTICES.md on relinking.
+	# CGO_CFLAGS/CGO_LDFLAGS from the environment may point at another
+	# libseccomp: see THIRD_PARTY_NOTICES.md on relinking.
 	CGO_ENABLED=1 GOOS=linux GOARCH=$arch CC=$cc \
 		PKG_CONFIG_LIBDIR="/usr/lib/$tri/pkgconfig:/usr/share/pkgconfig" \
 		$GO build -tags "$tags" -trimpath -buildvcs=false -ldflags "$ldflags" -o "$out" ./cmd/sbx
