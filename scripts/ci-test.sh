@@ -31,7 +31,7 @@ mkdir -m 755 "$prefix/apparmor.d" # as /etc/apparmor.d on an Ubuntu runner
 ws=/home/runner/work/sbx-ci-test/repo
 out=$(mktemp -d)
 cleanup() {
-	rm -rf "$prefix" "$out" /opt/hostedtoolcache/sbx-ci-test /home/runner/work/sbx-ci-test /home/runner/.ssh/sbx-ci-test-key
+	rm -rf "$prefix" "$out" /opt/hostedtoolcache/sbx-ci-test /home/runner/work/sbx-ci-test /home/runner/.ssh/sbx-ci-test-key /home/runner/runner-temp
 	rm -f "$sudoers"
 	rmdir /opt/hostedtoolcache 2>/dev/null || true
 }
@@ -45,16 +45,18 @@ echo "source" >"$ws/README"
 chown -R runner: /home/runner/work /home/runner/.ssh /home/runner/runner-temp
 
 secret="s3cr3t-$$-$RANDOM"
-# runjob STATUS_FILE SBX_RUN: the script as the runner would start it.
+# runjob NAME SBX_RUN [VAR=VALUE...]: the script as the runner would start
+# it (the VARs override the defaults); prints its exit status.
 runjob() {
 	local name=$1 cmd=$2 st=0
+	shift 2
 	setsid sudo -u runner -H env -i \
 		HOME=/home/runner USER=runner LOGNAME=runner \
 		PATH="$tool/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
 		CI=true GITHUB_ACTIONS=true GITHUB_WORKSPACE="$ws" RUNNER_TEMP=/home/runner/runner-temp \
 		MY_SECRET="$secret" GITHUB_TOKEN="ghs_$secret" \
 		SBX_TARBALL="$tarball" SBX_PREFIX="$prefix" SBX_APPARMOR_DIR="$prefix/apparmor.d" SBX_RUN="$cmd" \
-		"$script" </dev/null >"$out/$name.out" 2>"$out/$name.err" || st=$?
+		"$@" "$script" </dev/null >"$out/$name.out" 2>"$out/$name.err" || st=$?
 	echo "$st"
 }
 
@@ -85,6 +87,17 @@ expect "the command's exit status passes through (3, got $st)" test "$st" = 3
 
 st=$(runjob net 'exec 3<>/dev/tcp/1.1.1.1/443')
 expect "no network without --allow-host (status $st, want non-zero)" test "$st" != 0
+
+# The url input, with a file:// URL (no network here) and the sha256 check.
+cp "$tarball" /home/runner/runner-temp/
+base=$(basename "$tarball")
+url="file:///home/runner/runner-temp/${base/-linux-amd64/-linux-\{arch\}}"
+sum=$(sha256sum "$tarball" | cut -d' ' -f1)
+st=$(runjob url 'true' SBX_TARBALL= SBX_URL="$url" SBX_SHA256="$sum")
+expect "url input ({arch} filled in) with the right sha256: status 0 (got $st)" test "$st" = 0
+st=$(runjob badsum 'true' SBX_TARBALL= SBX_URL="$url" SBX_SHA256="0000$sum")
+expect "a wrong sha256 stops it before installing: status 125 (got $st)" test "$st" = 125
+expect "... saying so" grep -q 'sha256 of' "$out/badsum.err"
 
 [ "$fails" = 0 ] || die "$fails check(s) failed"
 echo "ci-test: all checks passed"
