@@ -88,6 +88,14 @@ expect "the command's exit status passes through (3, got $st)" test "$st" = 3
 st=$(runjob net 'exec 3<>/dev/tcp/1.1.1.1/443')
 expect "no network without --allow-host (status $st, want non-zero)" test "$st" != 0
 
+# rootless mode: sbx as the runner itself (user namespace, Landlock).
+# shellcheck disable=SC2016 # expanded inside the sandbox, not here
+st=$(runjob rootless 'echo "secret=[${MY_SECRET:-}]"; echo built > rootless.txt' SBX_MODE=rootless)
+expect "rootless mode: status 0 (got $st)" test "$st" = 0
+expect "rootless mode: secret not inside" grep -qF 'secret=[]' "$out/rootless.out"
+expect "rootless mode: file written, owned by runner" test "$(stat -c %U "$ws/rootless.txt" 2>/dev/null)" = runner
+[ "$st" = 0 ] || show rootless
+
 # The url input, with a file:// URL (no network here) and the sha256 check.
 cp "$tarball" /home/runner/runner-temp/
 base=$(basename "$tarball")
