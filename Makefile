@@ -32,10 +32,12 @@ demo: deps build
 	./scripts/demo.sh
 
 ## test: everything CI runs: vet, generated-code check, unit, integration and
-## escape tests, a short fuzz of every parser, and the BPF LSM tests under QEMU
+## escape tests, the static release binary on an old userland, a short fuzz
+## of every parser, and the BPF LSM tests under QEMU
 test: deps vet generate-check build
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./...
 	$(MAKE) test-rootless
+	$(MAKE) release-check
 	$(MAKE) fuzz
 	$(MAKE) vmtest
 
@@ -79,6 +81,72 @@ bench: build
 	./scripts/bench.sh
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)
+
+# --- release and install (see README.md "Install", THIRD_PARTY_NOTICES.md) ---
+.PHONY: release release-repro release-check check-notag docs install uninstall test-install ci-check
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+ARCHES  ?= amd64 arm64
+DIST    ?= dist
+# The docs and the binary "make install" takes from the source tree.
+PKG     := $(BIN)/pkg
+
+## release: static, reproducible sbx for linux/$(ARCHES) in $(DIST)/:
+## sbx-VERSION-linux-ARCH.tar.gz (binary, man page, completions, AppArmor
+## profile, README, licences, installer) and SHA256SUMS
+release:
+	GO='$(GO)' VERSION='$(VERSION)' ARCHES='$(ARCHES)' DIST='$(DIST)' ./scripts/release.sh
+
+## release-repro: build the release twice, the second time from a clean
+## export of HEAD in another directory with an empty build cache, and
+## require identical SHA256SUMS
+release-repro:
+	GO='$(GO)' ARCHES='$(ARCHES)' ./scripts/release-repro.sh
+
+## release-check: the amd64 release binary on an old userland (Debian 11
+## chroot, glibc 2.31; debootstrapped once into .cache/oldroot), the dynamic
+## bin/sbx as the control that must not run there; then the tarball's
+## installer into a DESTDIR (root)
+release-check: $(BIN)/sbx
+	$(MAKE) release ARCHES=amd64
+	./scripts/oldroot-test.sh $(DIST)/sbx-$(VERSION)-linux-amd64/sbx $(BIN)/sbx
+	./scripts/install-test.sh $(DIST)/sbx-$(VERSION)-linux-amd64.tar.gz
+
+## check-notag: a build without the seccomp tag (or cgo) must fail, naming the tag
+check-notag:
+	$(GO) test -tags $(TAGS) -count=1 -run '^TestBuildRequiresSeccompTag$$' ./cmd/sbx/
+
+## docs: the man page and shell completions of bin/sbx, into $(PKG)/
+docs: $(BIN)/sbx
+	@mkdir -p $(PKG)/completions $(PKG)/apparmor
+	cp $(BIN)/sbx $(PKG)/sbx
+	$(BIN)/sbx __docs man > $(PKG)/sbx.1
+	$(BIN)/sbx __docs bash > $(PKG)/completions/sbx.bash
+	$(BIN)/sbx __docs zsh > $(PKG)/completions/_sbx
+	$(BIN)/sbx __docs fish > $(PKG)/completions/sbx.fish
+	cp contrib/apparmor/sbx $(PKG)/apparmor/sbx
+
+## install: bin/sbx, sbx(1), completions (bash, zsh, fish) under $(PREFIX),
+## and the AppArmor profile where /etc/apparmor.d exists; DESTDIR for staging
+install: docs
+	SBX_SRC=$(PKG) PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' ./contrib/release/install.sh install
+
+## uninstall: remove what install put in place
+uninstall:
+	PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' ./contrib/release/install.sh uninstall
+
+## test-install: install and uninstall into a temporary DESTDIR, checking every file
+test-install: docs
+	./scripts/install-test.sh $(PKG)
+
+## ci-check: the GitHub Action's script (contrib/ci/sbx-ci.sh) run the way a
+## runner runs it: user "runner" with passwordless sudo, no TTY, a secret in
+## the environment that must not reach the sandbox (root; uses the amd64
+## release tarball)
+ci-check:
+	$(MAKE) release ARCHES=amd64
+	./scripts/ci-test.sh $(DIST)/sbx-$(VERSION)-linux-amd64.tar.gz
 
 FORCE:

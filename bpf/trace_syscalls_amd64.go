@@ -2,18 +2,6 @@ package bpf
 
 import "golang.org/x/sys/unix"
 
-// Errno bits of traceSys.errs.
-const (
-	bitEPERM  = 1 << unix.EPERM
-	bitEACCES = 1 << unix.EACCES
-	bitEXDEV  = 1 << unix.EXDEV
-	bitEROFS  = 1 << unix.EROFS
-	// fsErrs are the refusals of a file operation: Landlock's EACCES (and
-	// EXDEV for a link or rename across its rules), the read-only mounts'
-	// EROFS.
-	fsErrs = bitEACCES | bitEXDEV | bitEROFS
-)
-
 // traceSyscalls is what the tracer watches, by x86_64 syscall number:
 // the file operations Landlock and the read-only mounts refuse, the socket
 // calls, and seccomp's deny list (sandbox/seccomp.go; a runner test checks

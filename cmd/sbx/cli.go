@@ -50,6 +50,8 @@ func sbxMain(args []string, s streams) int {
 		return cmdExec(args[1:], s)
 	case "doctor":
 		return cmdDoctor(args[1:], s)
+	case docsCommand:
+		return cmdDocs(args[1:], s)
 	case "version", "--version", "-version":
 		fmt.Fprintf(s.out, "sbx %s\n", version)
 		return 0
@@ -102,5 +104,8 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func newFlagSet(name string, s streams) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	if flagSetCreated != nil {
+		flagSetCreated(fs)
+	}
 	return fs
 }
