@@ -38,6 +38,7 @@ root=$cache/$suite
 mirror() {
 	local m
 	m=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+		grep -vE '^[[:space:]]*#' |
 		grep -oE 'https?://[^ ]+/debian/?' | grep -v security | head -n 1 || true)
 	echo "${m:-http://deb.debian.org/debian}"
 }
