@@ -538,6 +538,9 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if o.forOwner {
 		fmt.Fprintf(o.Log, "sbx: running the program as %s (uid %d), the owner of the workspace, not as root\n", who.name, who.uid)
 	}
+	if rootless && os.Geteuid() == 0 {
+		fmt.Fprintln(o.Log, "sbx: root without CAP_SYS_ADMIN (in a container?): running rootless, in a user namespace with Landlock and seccomp, without the BPF tiers (sbx doctor says what applies)")
+	}
 	return spec, cleanup, nil
 }
 
