@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // proxyAddr is where the egress proxy listens inside every sandbox. The
@@ -75,13 +76,45 @@ func (e *egressProxy) close(log io.Writer) {
 }
 
 // netPolicy is the run's exception to the network walls: the host network
-// (--net host), the egress proxy's endpoint (--allow-host), or none.
-func (o *Options) netPolicy() bpf.Policy {
+// (--net host), or the sandbox's own loopback (--net loopback, limited to
+// the namespace of the sandbox whose PID 1 is pid) and the egress proxy's
+// endpoint (--allow-host), or none. Without a wall (rootless) there is
+// nothing to look up.
+func (o *Options) netPolicy(pid int, wall bool) (bpf.Policy, error) {
+	var p bpf.Policy
 	switch {
-	case o.HostNetwork:
-		return bpf.Policy{HostNetwork: true}
+	case o.hostNetwork():
+		return bpf.Policy{HostNetwork: true}, nil
 	case len(o.allow) > 0:
-		return bpf.Policy{Proxy: proxyAddr}
+		p.Proxy = proxyAddr
 	}
-	return bpf.Policy{}
+	if o.loopback() && wall {
+		p.Loopback = true
+		c, err := egress.NetnsCookie("/proc/" + strconv.Itoa(pid) + "/ns/net")
+		switch {
+		case errors.Is(err, unix.ENOPROTOOPT):
+			// Before Linux 5.14: the wall then takes any namespace but
+			// the host's for the sandbox's.
+		case err != nil:
+			return p, fmt.Errorf("network wall: %w", err)
+		}
+		p.NetnsCookie = c
+	}
+	return p, nil
+}
+
+// netCanary is the proof the shim runs before the program (see
+// sandbox.ShimConfig.NetCanary): with the host network there is no wall
+// to prove; rootless, seccomp refuses inet sockets itself (EPERM) under
+// --net none, and under --net loopback the empty namespace is the wall.
+func (o *Options) netCanary(rootless bool) string {
+	switch {
+	case o.hostNetwork():
+		return ""
+	case !o.loopback():
+		return sandbox.NetCanaryNoInet
+	case rootless:
+		return sandbox.NetCanaryLoopbackNetns
+	}
+	return sandbox.NetCanaryLoopbackWall
 }

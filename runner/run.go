@@ -165,9 +165,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		}
 		spec.AllowInetSockets = true // the wall denies them, and reports it
 	}
-	// With the host network there is no wall to prove; rootless, seccomp
-	// refuses inet sockets itself (EPERM), which the canary proves.
-	spec.Shim.NetCanary = !o.HostNetwork
+	spec.Shim.NetCanary = o.netCanary(spec.Rootless)
 	if len(o.allow) > 0 {
 		spec.ProxyPort = proxyAddr.Port()
 	}
@@ -211,8 +209,14 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			return res, err
 		}
 	}
-	netPolicy := o.netPolicy()
+	netPolicy, err := o.netPolicy(sb.Pid(), wall != nil)
+	if err != nil {
+		return res, err
+	}
 	if netPolicy != (bpf.Policy{}) && wall != nil {
+		if err := wall.checkForeign(netPolicy); err != nil {
+			return res, err
+		}
 		if err := wall.allow(sb.CgroupPaths()[""], netPolicy); err != nil {
 			return res, err
 		}
@@ -506,7 +510,8 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		go func() { masks <- sandbox.RootOnly("/etc") }()
 		o.rootOnly = masks
 	}
-	spec.HostNetwork = o.HostNetwork
+	spec.HostNetwork = o.hostNetwork()
+	spec.Loopback = o.loopback()
 	spec.Landlock = t.landlock
 	o.tiers = t
 	o.protect = prot

@@ -200,9 +200,13 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 // seccompOptions are the options of the program's seccomp filter.
 func (s *Spec) seccompOptions() SeccompOptions {
 	var o SeccompOptions
-	if s.AllowInetSockets {
+	if s.AllowInetSockets || s.Loopback {
 		o.SocketFamilies = []int{unix.AF_INET, unix.AF_INET6}
 	}
+	// Reading the routes and links of the namespace (lo alone, or the
+	// host's without the capability to change them) is what npm, pip and
+	// getaddrinfo's AI_ADDRCONFIG do first.
+	o.NetlinkRoute = s.Loopback || s.HostNetwork
 	return o
 }
 
