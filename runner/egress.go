@@ -25,15 +25,45 @@ var proxyAddr = netip.MustParseAddrPort("127.0.0.1:3128")
 
 // proxyEnv is what points the sandbox's programs at the proxy: curl, git,
 // Python, Go (both cases; curl reads only lowercase http_proxy) and Node
-// 22.21+ (NODE_USE_ENV_PROXY).
-func proxyEnv() []string {
+// 22.21+ (NODE_USE_ENV_PROXY). NO_PROXY keeps the sandbox's own loopback
+// direct (its test servers), see noProxy.
+func proxyEnv(allow egress.Allowlist) []string {
 	u := "http://" + proxyAddr.String()
 	var env []string
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {
 		env = append(env, k+"="+u, strings.ToLower(k)+"="+u)
 	}
-	const local = "localhost,127.0.0.1,::1"
-	return append(env, "NO_PROXY="+local, "no_proxy="+local, "NODE_USE_ENV_PROXY=1")
+	if local := noProxy(allow); local != "" {
+		env = append(env, "NO_PROXY="+local, "no_proxy="+local)
+	}
+	return append(env, "NODE_USE_ENV_PROXY=1")
+}
+
+// noProxy is the NO_PROXY list: localhost, 127.0.0.1 and ::1 go to the
+// sandbox's own loopback directly, except those an allow rule names
+// (--allow-host 127.0.0.1:11434 for a model server on the host's
+// loopback): NO_PROXY knows no ports, and an entry there would send every
+// client to the sandbox's loopback, where the host's server is not, so
+// the rule could never work. Without the entry, clients that honour the
+// proxy variables reach every port of that host through the proxy, which
+// lets only the allowed ones through.
+func noProxy(allow egress.Allowlist) string {
+	named := map[string]bool{}
+	for _, r := range allow {
+		switch {
+		case r.IsIP():
+			named[r.Addr().String()] = true
+		case !r.Wildcard():
+			named[r.Name()] = true
+		}
+	}
+	var keep []string
+	for _, h := range []string{"localhost", "127.0.0.1", "::1"} {
+		if !named[h] {
+			keep = append(keep, h)
+		}
+	}
+	return strings.Join(keep, ",")
 }
 
 // egressProxy is one run's allowlist proxy: listening in the sandbox's

@@ -328,7 +328,7 @@ func cleanEnv(o *Options, who invoker, homeInside string) ([]string, error) {
 	}
 	set("SBX", "1")
 	if len(o.allow) > 0 {
-		for _, kv := range proxyEnv() {
+		for _, kv := range proxyEnv(o.allow) {
 			k, v, _ := strings.Cut(kv, "=")
 			set(k, v)
 		}

@@ -110,3 +110,30 @@ func skipForeignWall(t *testing.T, r result) {
 		t.Skipf("another sbx build's network wall is attached meanwhile:\n%s", r.stderr)
 	}
 }
+
+// TestEgressHostLoopback: --allow-host 127.0.0.1:PORT (a model server on
+// the host's loopback, such as Ollama) works for clients that honour the
+// proxy variables: NO_PROXY no longer names 127.0.0.1, which would send
+// them to the sandbox's own loopback, where the host's server is not.
+// Another port of the host's loopback stays refused by the proxy, and
+// localhost and ::1 stay direct (the sandbox's own).
+func TestEgressHostLoopback(t *testing.T) {
+	up := newUpstream(t)
+	e := newEgressBox(t)
+	e.needProxy(t)
+	other := newUpstream(t)
+	script := "echo $NO_PROXY; curl -sS --max-time 10 http://127.0.0.1:" + up.port + "/model; echo; " +
+		"curl -s -o /dev/null -w '%{http_code}\\n' --max-time 10 http://127.0.0.1:" + other.port + "/"
+	r := e.run("--allow-host", "127.0.0.1:"+up.port, "--", "sh", "-c", script)
+	skipForeignWall(t, r)
+	want := "localhost,::1\nupstream /model\n403\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("want %q\n%v", want, r)
+	}
+	if up.hits.Load() != 1 || other.hits.Load() != 0 {
+		t.Errorf("upstream hits %d (want 1), other port %d (want 0)", up.hits.Load(), other.hits.Load())
+	}
+	if !strings.Contains(r.stderr, "sbx: denied connect 127.0.0.1:"+other.port+" (not allowed)") {
+		t.Errorf("the other port's refusal is not reported\n%v", r)
+	}
+}
