@@ -42,6 +42,35 @@ func ListenInNetns(netnsPath, addr string) (net.Listener, error) {
 	return ln, nil
 }
 
+// ListenPacketInNetns opens a UDP socket bound to addr (IP:PORT) in the
+// network namespace at netnsPath, as [ListenInNetns] does for TCP. Needs
+// CAP_SYS_ADMIN (setns).
+func ListenPacketInNetns(netnsPath, addr string) (net.PacketConn, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || ap.Addr().Zone() != "" {
+		return nil, fmt.Errorf("listen in netns %s: address %q: want IP:PORT", netnsPath, addr)
+	}
+	var pc net.PacketConn
+	err = doInNetns(netnsPath, func() error {
+		if ap.Addr().IsLoopback() {
+			if err := loopbackUp(); err != nil {
+				return err
+			}
+		}
+		var err error
+		pc, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+		return err
+	}, func() {
+		if pc != nil {
+			pc.Close()
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listen in netns %s: %w", netnsPath, err)
+	}
+	return pc, nil
+}
+
 // NetnsCookie returns the cookie of the network namespace at netnsPath
 // (SO_NETNS_COOKIE of a socket created there: what bpf_get_netns_cookie
 // returns for its sockets). Before Linux 5.14 the error wraps

@@ -166,6 +166,11 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		spec.AllowInetSockets = true // the wall denies them, and reports it
 	}
 	spec.Shim.NetCanary = o.netCanary(spec.Rootless)
+	if !o.hostNetwork() {
+		if spec.ResolvConf, err = resolvConf(o.StateDir); err != nil {
+			return res, err
+		}
+	}
 	if len(o.allow) > 0 {
 		spec.ProxyPort = proxyAddr.Port()
 	}
@@ -229,6 +234,14 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			return res, err
 		}
 		defer px.close(o.Log)
+	}
+	if o.loopback() && wall != nil {
+		// A name lookup fails at once (NXDOMAIN), and is reported.
+		dns, err := startDNS(sb, rep)
+		if err != nil {
+			return res, err
+		}
+		defer dns.stop(o.Log)
 	}
 	if lsm != nil {
 		if err := lsm.add(spec, sb.CgroupPaths()[""], sb.Pid(), netPolicy); err != nil {

@@ -116,6 +116,11 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 	for _, p := range s.ReadWrite {
 		binds = append(binds, bindMount(p, p, true))
 	}
+	if s.ResolvConf != "" {
+		if fi, err := os.Lstat("/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
+			binds = append(binds, bindMount(s.ResolvConf, "/etc/resolv.conf", false))
+		}
+	}
 	binds = append(binds, &configs.Mount{
 		Source: shimExe, Destination: ShimPath, Device: "bind",
 		Flags: unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV,

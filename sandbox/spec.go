@@ -80,6 +80,12 @@ type Spec struct {
 	// them to loopback and reports the rest), and Landlock leaves TCP bind
 	// and connect unrestricted (no port can lead out of the namespace).
 	Loopback bool
+	// ResolvConf, if set, is a host file bound read-only over the
+	// sandbox's /etc/resolv.conf (when the host's is a regular file; a
+	// symlink into /run dangles inside, and libc then asks 127.0.0.1
+	// anyway): a resolver the sandbox can reach, so that a lookup fails at
+	// once instead of waiting on one it cannot.
+	ResolvConf string
 	// ProxyPort is the TCP port of sbx's egress proxy on the sandbox's
 	// loopback (0: none); the Landlock tier lets connects to it through.
 	ProxyPort uint16

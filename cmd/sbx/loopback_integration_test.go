@@ -137,3 +137,42 @@ func TestEgressHostLoopback(t *testing.T) {
 		t.Errorf("the other port's refusal is not reported\n%v", r)
 	}
 }
+
+// TestNetLoopbackDNS: a name lookup in the sandbox fails at once instead
+// of waiting on a resolver it cannot reach: /etc/resolv.conf names
+// 127.0.0.1, where sbx answers NXDOMAIN (libc: EAI_NONAME, "Name or
+// service not known", which clients do not retry) and reports the name
+// with the --allow-host hint. Rootless, nothing listens there (sbx cannot
+// enter the namespace): refused at once (EAI_AGAIN), unreported.
+func TestNetLoopbackDNS(t *testing.T) {
+	b := newBox(t)
+	script := `
+import socket, time
+t = time.time()
+try:
+    socket.getaddrinfo("example.com", 443)
+    print("resolved")
+except socket.gaierror as e:
+    print(e.errno, "fast" if time.time() - t < 2 else "slow")
+`
+	r := b.run("--", "sh", "-c", "getent hosts example.com; echo getent $?; "+python+" -c '"+script+"'")
+	skipForeignWall(t, r)
+	want := "getent 2\n-2 fast\n" // EAI_NONAME
+	if !bpfReports() {
+		want = "getent 2\n-3 fast\n" // EAI_AGAIN: refused at once
+	}
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("want %q\n%v", want, r)
+	}
+	if !bpfReports() {
+		return
+	}
+	for _, line := range []string{
+		"sbx: denied resolve example.com (no DNS in the sandbox)\n",
+		"sbx: the sandbox has no DNS; to let the program reach example.com, run sbx with --allow-host example.com[:PORT]",
+	} {
+		if strings.Count(r.stderr, line) != 1 {
+			t.Errorf("stderr: want %q once\n%v", line, r)
+		}
+	}
+}
