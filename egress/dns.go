@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"net/netip"
 	"strings"
 )
 
@@ -30,6 +31,14 @@ const (
 // clients do not retry as they do on a timeout) and calls report with the
 // name asked for. It returns when conn is closed (nil) or fails.
 func ServeNXDomain(conn net.PacketConn, report func(name string)) error {
+	return ServeDNS(conn, nil, report)
+}
+
+// ServeDNS is [ServeNXDomain] but for the names lookup knows: their A query
+// is answered with lookup's IPv4 address (TTL 5 s) and any other type with
+// no records (NOERROR), so that libc uses the IPv4 address. report is
+// called for the names lookup does not know.
+func ServeDNS(conn net.PacketConn, lookup func(name string) (netip.Addr, bool), report func(name string)) error {
 	buf := make([]byte, 512) // what a UDP query may be without EDNS
 	for {
 		n, from, err := conn.ReadFrom(buf)
@@ -43,8 +52,15 @@ func ServeNXDomain(conn net.PacketConn, report func(name string)) error {
 		if !ok {
 			continue
 		}
+		known := false
+		if lookup != nil {
+			if a, found := lookup(strings.ToLower(name)); found {
+				known = true
+				reply = answer(reply, a)
+			}
+		}
 		_, _ = conn.WriteTo(reply, from)
-		if report != nil && name != "" {
+		if !known && report != nil && name != "" {
 			report(name)
 		}
 	}
@@ -70,6 +86,27 @@ func nxdomain(q []byte) (reply []byte, name string, ok bool) {
 	binary.BigEndian.PutUint16(reply[4:], 1) // the question
 	clear(reply[6:dnsHeader])                // no answer, authority, additional
 	return reply, name, true
+}
+
+// Record types and class of the answers.
+const (
+	dnsTypeA   = 1
+	dnsClassIN = 1
+)
+
+// answer turns the NXDOMAIN reply of nxdomain into a NOERROR one: with an
+// A record of a when the question asks for A, else with no records.
+func answer(reply []byte, a netip.Addr) []byte {
+	flags := binary.BigEndian.Uint16(reply[2:]) &^ 0xf // RCODE 0
+	binary.BigEndian.PutUint16(reply[2:], flags)
+	qtype := binary.BigEndian.Uint16(reply[len(reply)-4:])
+	if qtype != dnsTypeA || !a.Is4() {
+		return reply
+	}
+	binary.BigEndian.PutUint16(reply[6:], 1) // one answer
+	ip := a.As4()
+	rr := []byte{0xc0, dnsHeader, 0, dnsTypeA, 0, dnsClassIN, 0, 0, 0, 5, 0, 4}
+	return append(append(reply, rr...), ip[:]...)
 }
 
 // questionName reads the uncompressed name at off: its dotted form and

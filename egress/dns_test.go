@@ -3,6 +3,7 @@ package egress
 import (
 	"encoding/binary"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -103,5 +104,54 @@ func TestServeNXDomain(t *testing.T) {
 	pc.Close()
 	if err := <-done; err != nil {
 		t.Errorf("ServeNXDomain after close: %v", err)
+	}
+}
+
+// TestServeDNSKnownName: a known name's A query is answered with its
+// address (NOERROR, one record, TTL 5) and its AAAA query with no records;
+// only unknown names are reported.
+func TestServeDNSKnownName(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	names := make(chan string, 4)
+	lookup := func(n string) (netip.Addr, bool) {
+		return netip.MustParseAddr("127.0.1.1"), n == "api.test"
+	}
+	go ServeDNS(pc, lookup, func(n string) { names <- n })
+	c, err := net.Dial("udp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ask := func(q []byte) []byte {
+		t.Helper()
+		if _, err := c.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 512)
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf[:n]
+	}
+	a := ask(query(1, dnsRD, "API.test", 1))
+	if rcode, an := a[3]&0xf, binary.BigEndian.Uint16(a[6:]); rcode != 0 || an != 1 || string(a[len(a)-4:]) != "\x7f\x00\x01\x01" {
+		t.Errorf("A api.test: rcode %d, %d answers, reply %x; want 127.0.1.1", rcode, an, a)
+	}
+	aaaa := query(2, dnsRD, "api.test", 1)
+	aaaa[len(aaaa)-3] = 28 // type AAAA
+	if r := ask(aaaa); r[3]&0xf != 0 || binary.BigEndian.Uint16(r[6:]) != 0 {
+		t.Errorf("AAAA api.test: reply %x; want NOERROR, no records", r)
+	}
+	if r := ask(query(3, dnsRD, "evil.test", 1)); r[3]&0xf != dnsNXDomain {
+		t.Errorf("A evil.test: reply %x; want NXDOMAIN", r)
+	}
+	if n := <-names; n != "evil.test" {
+		t.Errorf("reported %q, want evil.test only", n)
 	}
 }

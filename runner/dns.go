@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,14 +74,15 @@ type dnsServer struct {
 
 // startDNS listens on dnsAddr in the sandbox's network namespace (root
 // only: setns) and serves it until close.
-func startDNS(sb *sandbox.Sandbox, rep *reporter) (*dnsServer, error) {
+func startDNS(sb *sandbox.Sandbox, rep *reporter, names map[string]netip.Addr) (*dnsServer, error) {
 	pc, err := egress.ListenPacketInNetns("/proc/"+strconv.Itoa(sb.Pid())+"/ns/net", dnsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox DNS: %w", err)
 	}
 	d := &dnsServer{close: pc.Close, served: make(chan error, 1)}
 	go func() {
-		d.served <- egress.ServeNXDomain(pc, func(name string) {
+		lookup := func(name string) (netip.Addr, bool) { a, ok := names[name]; return a, ok }
+		d.served <- egress.ServeDNS(pc, lookup, func(name string) {
 			rep.add(gate.Violation{
 				Time: time.Now(), Op: "resolve", Target: name,
 				Errno: "NXDOMAIN", Tier: "dns", Reason: "no DNS in the sandbox",

@@ -97,6 +97,47 @@ func startEgress(sb *sandbox.Sandbox, allow egress.Allowlist, rep *reporter) (*e
 	return e, nil
 }
 
+// forwardBase is the first address of the forwarders: allowed name i
+// (0-based, in rule order) gets forwardBase + i, on every port a rule
+// allows for it. 127.0.1.0/24 in the sandbox's own loopback, apart from
+// the proxy's and the DNS server's 127.0.0.1.
+var forwardBase = netip.MustParseAddr("127.0.1.1")
+
+// maxForwardNames bounds the names given forwarders (one address each).
+const maxForwardNames = 200
+
+// forwardNames gives each allowed name (not wildcards: a forwarder needs
+// the name before the client asks) a loopback address of the sandbox, and
+// listens there, on each allowed port of the name, in the sandbox's
+// namespace; each connection is forwarded by the proxy after its checks
+// (ServeForward). With the returned map sbx's DNS answers these names with
+// their address, so clients that ignore the proxy variables (Node's fetch,
+// the JVM, ssh) reach them too.
+func (e *egressProxy) forwardNames(sb *sandbox.Sandbox, allow egress.Allowlist) (map[string]netip.Addr, error) {
+	names := map[string]netip.Addr{}
+	next := forwardBase
+	netns := "/proc/" + strconv.Itoa(sb.Pid()) + "/ns/net"
+	for _, r := range allow {
+		if r.IsIP() || r.Wildcard() {
+			continue
+		}
+		a, ok := names[r.Name()]
+		if !ok {
+			if len(names) == maxForwardNames {
+				return nil, fmt.Errorf("egress forwarders: more than %d allowed names", maxForwardNames)
+			}
+			a, next = next, next.Next()
+			names[r.Name()] = a
+		}
+		ln, err := egress.ListenInNetns(netns, netip.AddrPortFrom(a, r.Port()).String())
+		if err != nil {
+			return nil, fmt.Errorf("egress forwarder for %s: %w", r, err)
+		}
+		go func() { _ = e.p.ServeForward(ln, r.Name(), r.Port()) }()
+	}
+	return names, nil
+}
+
 // close ends every tunnel and connection.
 func (e *egressProxy) close(log io.Writer) {
 	e.p.Close()

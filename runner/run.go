@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -226,6 +227,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			return res, err
 		}
 	}
+	var names map[string]netip.Addr // allowed names' addresses in the sandbox
 	if len(o.allow) > 0 {
 		// Closed before the sandbox is destroyed and before rep.finish,
 		// so every denial is reported.
@@ -234,10 +236,16 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			return res, err
 		}
 		defer px.close(o.Log)
+		if o.loopback() {
+			if names, err = px.forwardNames(sb, o.allow); err != nil {
+				return res, err
+			}
+		}
 	}
 	if o.loopback() && wall != nil {
-		// A name lookup fails at once (NXDOMAIN), and is reported.
-		dns, err := startDNS(sb, rep)
+		// A name lookup fails at once (NXDOMAIN), and is reported; an
+		// allowed name gets the address of its forwarder.
+		dns, err := startDNS(sb, rep, names)
 		if err != nil {
 			return res, err
 		}

@@ -176,3 +176,32 @@ except socket.gaierror as e:
 		}
 	}
 }
+
+// TestEgressTransparent: clients that ignore the proxy variables reach an
+// allowed name all the same: sbx's DNS in the sandbox answers it with a
+// loopback address of the sandbox where sbx listens on the allowed port
+// and forwards, after the proxy's checks, to the real destination (here an
+// upstream on the host's loopback, named by the test's hosts file). A name
+// that is not allowed gets NXDOMAIN and is reported; the upstream counts
+// exactly the allowed requests.
+func TestEgressTransparent(t *testing.T) {
+	up := newUpstream(t)
+	e := newEgressBox(t, "127.0.0.1 api.test evil.test")
+	e.needProxy(t)
+	p := up.port
+	script := "curl -sS --noproxy '*' --max-time 10 http://api.test:" + p + "/curl; echo; " +
+		"node -e 'fetch(\"http://api.test:" + p + "/node\").then(r => r.text()).then(t => console.log(t), e => console.log(\"error\", e.cause && e.cause.code))'; " +
+		"curl -sS --noproxy '*' --max-time 10 http://evil.test:" + p + "/ 2>&1 | sed 's/ after .*//'; echo"
+	r := e.run("--allow-host", "api.test:"+p, "--allow-host", "127.0.0.1:"+p, "--", "sh", "-c", script)
+	skipForeignWall(t, r)
+	want := "upstream /curl\nupstream /node\ncurl: (6) Could not resolve host: evil.test\n\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("want %q\n%v", want, r)
+	}
+	if up.hits.Load() != 2 {
+		t.Errorf("upstream hits %d, want 2", up.hits.Load())
+	}
+	if !strings.Contains(r.stderr, "sbx: denied resolve evil.test (no DNS in the sandbox)\n") {
+		t.Errorf("the refused name is not reported\n%v", r)
+	}
+}
