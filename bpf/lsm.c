@@ -25,7 +25,8 @@
  *  - socket_create/connect/bind/sendmsg: every family but AF_UNIX refused
  *    (a second wall behind the cgroup programs; it also holds for sockets
  *    that leaked in from outside), except TCP to the run's egress proxy
- *    when sbx set one (SBX_SANDBOX_ALLOW_PROXY).
+ *    when sbx set one (SBX_SANDBOX_ALLOW_PROXY), and the run's own loopback
+ *    under --net loopback (SBX_SANDBOX_ALLOW_LOOPBACK).
  *  - unix_stream_connect/unix_may_send: no unix socket of another network
  *    namespace (a host daemon's socket file in the workspace).
  *
@@ -49,6 +50,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define AF_UNIX 1
 #define AF_INET 2
 #define AF_INET6 10
+#define AF_NETLINK 16
+#define NETLINK_ROUTE 0
 
 #define FMODE_WRITE 0x2
 #define O_TRUNC 01000
@@ -87,6 +90,11 @@ enum sbx_sandbox_flag {
 	 * hooks allow every family and address, as the cgroup wall's
 	 * SBX_NET_ALLOW_ALL. */
 	SBX_SANDBOX_ALLOW_NET = 2,
+	/* The run may use its own loopback (sbx run --net loopback), as the
+	 * cgroup wall's SBX_NET_ALLOW_LOOPBACK: inet sockets of every type and
+	 * NETLINK_ROUTE ones; binds, and connects and sends to loopback
+	 * addresses, on sockets of the task's own network namespace. */
+	SBX_SANDBOX_ALLOW_LOOPBACK = 4,
 };
 
 /* Value of sbx_lsm_sandboxes. */
@@ -725,6 +733,10 @@ int BPF_PROG(sbx_socket_create, int family, int type, int protocol, int kern, in
 	v = current_net(&px);
 	if (v == SBX_NET_FREE)
 		return 0;
+	if ((px.flags & SBX_SANDBOX_ALLOW_LOOPBACK) &&
+	    (family == AF_INET || family == AF_INET6 ||
+	     (family == AF_NETLINK && protocol == NETLINK_ROUTE)))
+		return 0;
 	if (v == SBX_NET_PROXIED && family == px.proxy_family && type == SOCK_STREAM &&
 	    (protocol == 0 || protocol == IPPROTO_TCP))
 		return 0;
@@ -816,6 +828,43 @@ static __always_inline bool peer_is_proxy(struct sbx_sandbox *px, struct socket 
 	return same_addr16(px->proxy_addr, a);
 }
 
+/* loopback_ok reports whether a run with SBX_SANDBOX_ALLOW_LOOPBACK may
+ * use sock with addr: sock lives in the current task's network namespace
+ * (a sandboxed task's is the run's own; a socket leaked in from the host
+ * lives in the host's) and, unless binding, addr (or, without one, the
+ * socket's peer) is 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. */
+static __always_inline bool loopback_ok(struct socket *sock, struct sockaddr *addr, bool binding)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+	__u32 a[4] = {};
+	__u16 fam;
+
+	if (BPF_CORE_READ(sk, __sk_common.skc_net.net) != BPF_CORE_READ(task, nsproxy, net_ns))
+		return false;
+	if (binding)
+		return true;
+	fam = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (addr) {
+		if (BPF_CORE_READ(addr, sa_family) != fam)
+			return false;
+		if (fam == AF_INET)
+			bpf_probe_read_kernel(a, 4, &((struct sockaddr_in *)addr)->sin_addr);
+		else
+			bpf_probe_read_kernel(a, 16, &((struct sockaddr_in6 *)addr)->sin6_addr);
+	} else if (fam == AF_INET) {
+		a[0] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+	} else {
+		BPF_CORE_READ_INTO(&a, sk, __sk_common.skc_v6_daddr);
+	}
+	if (fam == AF_INET)
+		return (bpf_ntohl(a[0]) >> 24) == 127;
+	if (a[0] || a[1])
+		return false;
+	return (a[2] == 0 && a[3] == bpf_htonl(1)) ||
+	       (a[2] == bpf_htonl(0xffff) && (bpf_ntohl(a[3]) >> 24) == 127);
+}
+
 /* deny_sock is the verdict on using sock (connect, bind, send) with addr:
  * 0 outside sandboxes, for AF_UNIX, and for the run's proxy (a TCP socket
  * of its family connected, or sending, to exactly its endpoint; never a
@@ -832,6 +881,9 @@ static __always_inline int deny_sock(struct socket *sock, struct sockaddr *addr,
 		return 0;
 	v = current_net(&px);
 	if (v == SBX_NET_FREE)
+		return 0;
+	if ((px.flags & SBX_SANDBOX_ALLOW_LOOPBACK) && (fam == AF_INET || fam == AF_INET6) &&
+	    loopback_ok(sock, addr, binding))
 		return 0;
 	if (v == SBX_NET_PROXIED && !binding && fam == px.proxy_family &&
 	    BPF_CORE_READ(sock, type) == SOCK_STREAM &&

@@ -388,8 +388,10 @@ func (l *LSM) AddSandbox(cgroupID uint64, policy FilePolicy) error {
 // p.Proxy, its tasks may create TCP sockets of the proxy's family, connect
 // them to exactly that address and port, and send on sockets connected
 // there; every other socket use stays refused. With p.HostNetwork, the
-// socket hooks allow everything (the run shares the host's network). Call
-// it before the run's first task starts.
+// socket hooks allow everything (the run shares the host's network). With
+// p.Loopback, inet (and NETLINK_ROUTE) sockets, binds, and connects and
+// sends to loopback addresses on sockets of the task's own network
+// namespace. Call it before the run's first task starts.
 func (l *LSM) AllowNet(cgroupID uint64, p Policy) error {
 	var v lsmSbxSandbox
 	if p.Proxy.IsValid() {
@@ -407,6 +409,9 @@ func (l *LSM) AllowNet(cgroupID uint64, p Policy) error {
 	}
 	if p.HostNetwork {
 		v.Flags |= uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_NET)
+	}
+	if p.Loopback {
+		v.Flags |= uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_LOOPBACK)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

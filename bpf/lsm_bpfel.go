@@ -58,8 +58,9 @@ type lsmSbxSandbox struct {
 type lsmSbxSandboxFlag uint32
 
 const (
-	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_PROXY lsmSbxSandboxFlag = 1
-	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_NET   lsmSbxSandboxFlag = 2
+	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_PROXY    lsmSbxSandboxFlag = 1
+	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_NET      lsmSbxSandboxFlag = 2
+	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_LOOPBACK lsmSbxSandboxFlag = 4
 )
 
 type lsmSbxSelftest struct {

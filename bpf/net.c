@@ -22,9 +22,9 @@
  *    one helper call per level of their cgroup per connect/bind/addressed
  *    sendmsg.
  *
- * sbx_net_sandboxes only grants exceptions (the egress proxy endpoint, or
- * everything for a run that shares the host network); a run without an
- * entry is denied everything. Every denial is reported through
+ * sbx_net_sandboxes only grants exceptions (the egress proxy endpoint, the
+ * run's own loopback, or everything for a run that shares the host
+ * network); a run without an entry is denied everything. Every denial is reported through
  * the run's ring buffer (events.h). All helpers used here are allowed for
  * BPF_PROG_TYPE_CGROUP_SOCK and _SOCK_ADDR, so every event field applies.
  */
@@ -53,6 +53,12 @@ enum sbx_net_flag {
 	/* Allow every inet socket and address: the run shares the host's
 	 * network (sbx run --net host), the wall does not apply. */
 	SBX_NET_ALLOW_ALL = 2,
+	/* Allow every inet socket, binds, and connects and addressed sends
+	 * to loopback addresses (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104),
+	 * all only in the run's own network namespace (netns_cookie): the
+	 * namespace is empty but for lo, so that is the sandbox talking to
+	 * itself (sbx run --net loopback). */
+	SBX_NET_ALLOW_LOOPBACK = 4,
 };
 
 /* Per-run exceptions, keyed by the run's cgroup id. */
@@ -63,6 +69,10 @@ struct sbx_net_policy {
 	__u16 proxy_port;   /* host byte order */
 	__u16 pad;
 	__u32 reserved;
+	/* The run's network namespace (SO_NETNS_COOKIE) for
+	 * SBX_NET_ALLOW_LOOPBACK; 0 when the kernel cannot tell it (before
+	 * Linux 5.14): then any namespace but the host's (init_net). */
+	__u64 netns_cookie;
 };
 
 struct {
@@ -118,6 +128,42 @@ static __always_inline int sbx_allow_all(void)
 }
 
 
+/* sbx_own_netns reports whether the socket of ctx lives in the run's own
+ * network namespace (see sbx_net_policy.netns_cookie). A socket that leaked
+ * in from the host lives in the host's, where loopback is the host's. */
+static __always_inline int sbx_own_netns(struct bpf_sock_addr *ctx, struct sbx_net_policy *p)
+{
+	__u64 cookie = bpf_get_netns_cookie(ctx);
+
+	if (p->netns_cookie)
+		return cookie == p->netns_cookie;
+	return cookie != bpf_get_netns_cookie(NULL);
+}
+
+/* sbx_loopback_ok reports whether the run may use ctx's address: its run
+ * has SBX_NET_ALLOW_LOOPBACK, the socket is in the run's namespace and
+ * (unless binding: only local addresses can be bound, and the namespace has
+ * only lo) the destination is a loopback address. */
+static __always_inline int sbx_loopback_ok(struct bpf_sock_addr *ctx, __u32 family, int binding)
+{
+	struct sbx_net_policy *p = sbx_policy();
+
+	if (!p || !(p->flags & SBX_NET_ALLOW_LOOPBACK) || !sbx_own_netns(ctx, p))
+		return 0;
+	if (binding)
+		return 1;
+	if (family == AF_INET)
+		return (bpf_ntohl(ctx->user_ip4) >> 24) == 127;
+	if (ctx->user_ip6[0] != 0 || ctx->user_ip6[1] != 0)
+		return 0;
+	/* ::1 */
+	if (ctx->user_ip6[2] == 0 && ctx->user_ip6[3] == bpf_htonl(1))
+		return 1;
+	/* ::ffff:127.x.y.z, an IPv4 loopback address on an IPv6 socket */
+	return ctx->user_ip6[2] == bpf_htonl(0xffff) &&
+	       (bpf_ntohl(ctx->user_ip6[3]) >> 24) == 127;
+}
+
 SEC("cgroup/sock_create")
 int sbx_sock_create(struct bpf_sock *sk)
 {
@@ -128,7 +174,8 @@ int sbx_sock_create(struct bpf_sock *sk)
 	if (family == AF_UNIX) /* not called for it today; stay correct if it is */
 		return SBX_ALLOW;
 	p = sbx_policy();
-	if (p && (p->flags & SBX_NET_ALLOW_ALL))
+	/* A task of the run creates sockets in the run's namespace only. */
+	if (p && (p->flags & (SBX_NET_ALLOW_ALL | SBX_NET_ALLOW_LOOPBACK)))
 		return SBX_ALLOW;
 	if (p && (p->flags & SBX_NET_ALLOW_PROXY) && family == p->proxy_family &&
 	    type == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP))
@@ -194,7 +241,8 @@ static __always_inline int sbx_is_proxy(struct bpf_sock_addr *ctx, __u32 family)
 SEC("cgroup/connect4")
 int sbx_connect4(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed() || sbx_is_proxy(ctx, AF_INET) || sbx_allow_all())
+	if (!sbx_sandboxed() || sbx_is_proxy(ctx, AF_INET) || sbx_allow_all() ||
+	    sbx_loopback_ok(ctx, AF_INET, 0))
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_CONNECT4, AF_INET);
 }
@@ -202,7 +250,8 @@ int sbx_connect4(struct bpf_sock_addr *ctx)
 SEC("cgroup/connect6")
 int sbx_connect6(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed() || sbx_is_proxy(ctx, AF_INET6) || sbx_allow_all())
+	if (!sbx_sandboxed() || sbx_is_proxy(ctx, AF_INET6) || sbx_allow_all() ||
+	    sbx_loopback_ok(ctx, AF_INET6, 0))
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_CONNECT6, AF_INET6);
 }
@@ -210,7 +259,8 @@ int sbx_connect6(struct bpf_sock_addr *ctx)
 SEC("cgroup/sendmsg4")
 int sbx_sendmsg4(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed() || sbx_allow_all())
+	if (!sbx_sandboxed() || sbx_allow_all() ||
+	    sbx_loopback_ok(ctx, AF_INET, 0))
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_SENDMSG4, AF_INET);
 }
@@ -218,7 +268,8 @@ int sbx_sendmsg4(struct bpf_sock_addr *ctx)
 SEC("cgroup/sendmsg6")
 int sbx_sendmsg6(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed() || sbx_allow_all())
+	if (!sbx_sandboxed() || sbx_allow_all() ||
+	    sbx_loopback_ok(ctx, AF_INET6, 0))
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_SENDMSG6, AF_INET6);
 }
@@ -226,7 +277,8 @@ int sbx_sendmsg6(struct bpf_sock_addr *ctx)
 SEC("cgroup/bind4")
 int sbx_bind4(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed() || sbx_allow_all())
+	if (!sbx_sandboxed() || sbx_allow_all() ||
+	    sbx_loopback_ok(ctx, AF_INET, 1))
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_BIND4, AF_INET);
 }
@@ -234,7 +286,8 @@ int sbx_bind4(struct bpf_sock_addr *ctx)
 SEC("cgroup/bind6")
 int sbx_bind6(struct bpf_sock_addr *ctx)
 {
-	if (!sbx_sandboxed() || sbx_allow_all())
+	if (!sbx_sandboxed() || sbx_allow_all() ||
+	    sbx_loopback_ok(ctx, AF_INET6, 1))
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_BIND6, AF_INET6);
 }

@@ -393,6 +393,15 @@ type Policy struct {
 	// send and bind is allowed (a run that shares the host's network, with
 	// no isolation to protect). Proxy is then moot.
 	HostNetwork bool
+	// Loopback lets the run create inet sockets of every type, bind them,
+	// and connect and send to loopback addresses (127.0.0.0/8, ::1), in
+	// its own network namespace only: the sandbox talking to itself.
+	// Every other destination stays denied and reported.
+	Loopback bool
+	// NetnsCookie is the run's network namespace (SO_NETNS_COOKIE, see
+	// [NetnsCookie]) that Loopback is limited to; 0 on kernels that cannot
+	// tell it (before Linux 5.14): any namespace but the host's.
+	NetnsCookie uint64
 }
 
 // Allow grants the run whose cgroup id is cgroupID the exceptions in p,
@@ -414,6 +423,10 @@ func (n *Net) Allow(cgroupID uint64, p Policy) error {
 	}
 	if p.HostNetwork {
 		v.Flags |= uint32(netSbxNetFlagSBX_NET_ALLOW_ALL)
+	}
+	if p.Loopback {
+		v.Flags |= uint32(netSbxNetFlagSBX_NET_ALLOW_LOOPBACK)
+		v.NetnsCookie = p.NetnsCookie
 	}
 	if err := n.maps[netMapSbxNetSandboxes].Put(cgroupID, &v); err != nil {
 		return fmt.Errorf("allow run %d: %w", cgroupID, err)
@@ -455,3 +468,31 @@ const (
 	afInet  = 2
 	afInet6 = 10
 )
+
+// ForeignSockCreate counts the cgroup/sock_create programs attached to the
+// parent cgroup other than this wall's: another sbx build's wall, attached
+// while runs of that build are alive. Each of them refuses every inet
+// socket of a run it does not know, so while one is attached, a run of this
+// build gets none of its exceptions (loopback, proxy, host network).
+func (n *Net) ForeignSockCreate() (int, error) {
+	info, err := n.links[0].Info() // netProgs[0] is sock_create
+	if err != nil {
+		return 0, fmt.Errorf("query own sock_create link: %w", err)
+	}
+	f, err := os.Open(n.parent)
+	if err != nil {
+		return 0, fmt.Errorf("query parent cgroup: %w", err)
+	}
+	defer f.Close()
+	res, err := link.QueryPrograms(link.QueryOptions{Target: int(f.Fd()), Attach: ebpf.AttachCGroupInetSockCreate})
+	if err != nil {
+		return 0, fmt.Errorf("query parent cgroup programs: %w", err)
+	}
+	others := 0
+	for _, p := range res.Programs {
+		if p.ID != info.Program {
+			others++
+		}
+	}
+	return others, nil
+}

@@ -34,8 +34,9 @@ type netSbxEvent struct {
 type netSbxNetFlag uint32
 
 const (
-	netSbxNetFlagSBX_NET_ALLOW_PROXY netSbxNetFlag = 1
-	netSbxNetFlagSBX_NET_ALLOW_ALL   netSbxNetFlag = 2
+	netSbxNetFlagSBX_NET_ALLOW_PROXY    netSbxNetFlag = 1
+	netSbxNetFlagSBX_NET_ALLOW_ALL      netSbxNetFlag = 2
+	netSbxNetFlagSBX_NET_ALLOW_LOOPBACK netSbxNetFlag = 4
 )
 
 type netSbxNetPolicy struct {
@@ -46,6 +47,7 @@ type netSbxNetPolicy struct {
 	ProxyPort   uint16
 	Pad         uint16
 	Reserved    uint32
+	NetnsCookie uint64
 }
 
 type netSbxOp uint32

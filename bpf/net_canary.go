@@ -16,8 +16,17 @@ import (
 // events Canary caused, and no more, is not fooled either.)
 const CanaryComm = "sbx-canary"
 
-// CanaryEvents is how many events one successful Canary produces.
+// CanaryEvents is how many events one successful Canary, or
+// LoopbackCanary with the wall, produces.
 const CanaryEvents = 2
+
+// Addresses the loopback canary must not reach: TEST-NET-1 (RFC 5737) and
+// the IPv6 documentation prefix (RFC 3849), never routed anywhere. A UDP
+// connect sends nothing; it only asks the walls and the routing table.
+var (
+	canaryOutside4 = [4]byte{192, 0, 2, 1}
+	canaryOutside6 = [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}
+)
 
 // Canary proves the network wall holds for the calling process: it must be
 // in a run cgroup under the wall's parent, where socket(AF_INET, SOCK_DGRAM)
@@ -26,6 +35,12 @@ const CanaryEvents = 2
 // none). Call it in the sandbox right before exec; an error means the run
 // must not start (fail closed).
 func Canary() error {
+	return asCanary(noSockets)
+}
+
+// asCanary runs fn on the calling goroutine's thread, locked and named
+// [CanaryComm].
+func asCanary(fn func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var old [16]byte
@@ -37,7 +52,11 @@ func Canary() error {
 		return fmt.Errorf("net canary: set thread name: %w", err)
 	}
 	defer unix.Prctl(unix.PR_SET_NAME, uintptrOf(&old[0]), 0, 0, 0)
+	return fn()
+}
 
+// noSockets is Canary's proof: no inet socket at all.
+func noSockets() error {
 	for _, s := range []struct {
 		family, typ int
 		what        string
@@ -57,7 +76,71 @@ func Canary() error {
 	return nil
 }
 
-// IsCanary reports whether e may be one of Canary's own events.
-func (e Event) IsCanary() bool { return e.Op == OpSocketCreate && e.Comm == CanaryComm }
+// LoopbackCanary proves the network of a run that may use its own loopback
+// (sbx run --net loopback): an AF_INET UDP socket can be created and
+// connected to 127.0.0.1, while connects of AF_INET and AF_INET6 sockets
+// to addresses outside (TEST-NET-1 192.0.2.1, 2001:db8::1) fail. With wall
+// (the cgroup BPF network wall is in place) they must fail with EPERM, the
+// wall's refusal, before any route is looked up; without (rootless: the
+// empty namespace is the wall), with ENETUNREACH, which proves the
+// namespace has no route out. A UDP connect sends nothing. An IPv6-less
+// kernel (socket(AF_INET6) fails with EAFNOSUPPORT) skips the IPv6 part.
+// Call it in the sandbox right before exec; an error means the run must
+// not start (fail closed).
+func LoopbackCanary(wall bool) error {
+	want := unix.ENETUNREACH
+	if wall {
+		want = unix.EPERM
+	}
+	return asCanary(func() error { return loopbackProof(want) })
+}
+
+func loopbackProof(want unix.Errno) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("net canary: socket(AF_INET, SOCK_DGRAM) failed with %w: loopback is not usable", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return fmt.Errorf("net canary: UDP connect to 127.0.0.1:9 failed with %w: loopback is not usable", err)
+	}
+	err = unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: canaryOutside4})
+	if err := outsideRefused("192.0.2.1:9", err, want); err != nil {
+		return err
+	}
+	fd6, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if errors.Is(err, unix.EAFNOSUPPORT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("net canary: socket(AF_INET6, SOCK_DGRAM) failed with %w", err)
+	}
+	defer unix.Close(fd6)
+	err = unix.Connect(fd6, &unix.SockaddrInet6{Port: 9, Addr: canaryOutside6})
+	return outsideRefused("[2001:db8::1]:9", err, want)
+}
+
+// outsideRefused checks the result of a UDP connect to an outside address.
+func outsideRefused(what string, err error, want unix.Errno) error {
+	if err == nil {
+		return fmt.Errorf("net canary: UDP connect to %s succeeded: the sandbox can reach beyond its loopback", what)
+	}
+	if !errors.Is(err, want) && want == unix.EPERM {
+		return fmt.Errorf("net canary: UDP connect to %s failed with %w, want EPERM: the network wall is not enforced for this process", what, err)
+	}
+	if !errors.Is(err, want) {
+		return fmt.Errorf("net canary: UDP connect to %s failed with %w, want %s: the sandbox's namespace has a route out", what, err, unix.ErrnoName(want))
+	}
+	return nil
+}
+
+// IsCanary reports whether e may be one of the canaries' own events.
+func (e Event) IsCanary() bool {
+	switch e.Op {
+	case OpSocketCreate, OpConnect4, OpConnect6:
+		return e.Comm == CanaryComm
+	}
+	return false
+}
 
 func uintptrOf(p *byte) uintptr { return uintptr(unsafe.Pointer(p)) }

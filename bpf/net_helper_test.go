@@ -218,6 +218,7 @@ func sockaddr(s string) unix.Sockaddr {
 //	reader PARENT PINROOT ID   open the wall and a reader for run ID, then
 //	                           exit without closing it; answer its slot
 //	canary                     run Canary
+//	loopback-canary            run LoopbackCanary(true)
 func runHelper(args []string) string {
 	switch args[0] {
 	case "dial", "udpsend":
@@ -273,6 +274,8 @@ func runHelper(args []string) string {
 		return itoa(int(r.slot.index))
 	case "canary":
 		return errName(Canary())
+	case "loopback-canary":
+		return errName(LoopbackCanary(true))
 	}
 	return "bad helper mode " + args[0]
 }

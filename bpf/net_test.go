@@ -642,3 +642,106 @@ func TestUnescapeMountinfo(t *testing.T) {
 		}
 	}
 }
+
+// TestNetLoopbackPolicy: a run allowed its loopback may create every inet
+// socket, bind, and connect and send to loopback addresses, but only in
+// the network namespace the policy names (here the test's own, by its
+// cookie); never to another address, and in no other namespace: with
+// another cookie, or with none (0: any namespace but the host's, which is
+// where the helper runs), loopback is refused too. A sibling run gets
+// nothing.
+func TestNetLoopbackPolicy(t *testing.T) {
+	env := newNetEnv(t)
+	tcp := listenTCP(t, "tcp4", "127.0.0.1:0").Addr().(*net.TCPAddr).AddrPort()
+	tcp6 := listenTCP(t, "tcp6", "[::1]:0").Addr().(*net.TCPAddr).AddrPort()
+	udp := listenUDP(t, "udp4", "127.0.0.1:0").LocalAddr().(*net.UDPAddr).AddrPort()
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	unix.Close(fd)
+	if err != nil {
+		t.Fatalf("SO_NETNS_COOKIE: %v", err)
+	}
+	cases := []struct {
+		name, inNS string // inNS: the answer in the policy's namespace
+		args       []string
+	}{
+		{"udp6 socket", "ok", []string{"socket", itoa(unix.AF_INET6), itoa(unix.SOCK_DGRAM), "0"}},
+		{"connect tcp4 loopback", "ok", []string{"dial", tcp.String()}},
+		{"connect tcp6 loopback", "ok", []string{"dial", tcp6.String()}},
+		{"udp sendto loopback", "ok", []string{"udpsend", udp.String()}},
+		{"connect 192.0.2.1", "EPERM", []string{"dial", "192.0.2.1:80"}},
+		{"connect 2001:db8::1", "EPERM", []string{"dial", "[2001:db8::1]:80"}},
+		{"udp sendto 192.0.2.1", "EPERM", []string{"udpsend", "192.0.2.1:53"}},
+	}
+	sibling := newCgroupDir(t, filepath.Join(env.parent, "run2"))
+	for _, pol := range []struct {
+		name   string
+		cookie uint64
+		inNS   bool
+	}{
+		{"own namespace", own, true},
+		{"another namespace", own + 1, false},
+		{"no cookie, host namespace", 0, false},
+	} {
+		if err := env.net.Allow(env.runID, Policy{Loopback: true, NetnsCookie: pol.cookie}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range cases {
+			t.Run(pol.name+"/"+tc.name, func(t *testing.T) {
+				want := tc.inNS
+				if !pol.inNS && tc.args[0] != "socket" {
+					want = "EPERM" // sockets may be made; nothing reached
+				}
+				if in, _ := helper(t, env.run, nil, tc.args...); in != want {
+					t.Errorf("run with loopback: got %s, want %s", in, want)
+				}
+				if in, _ := helper(t, sibling, nil, tc.args...); in != "EPERM" {
+					t.Errorf("sibling run without policy: got %s, want EPERM", in)
+				}
+			})
+		}
+	}
+}
+
+// TestNetLoopbackCanary: the loopback canary passes in a run allowed its
+// loopback (and reports the wall's two refusals as canary events), and
+// fails in a run without the exception (no socket at all). (Outside any
+// sandbox and namespace it fails too: sandbox tests, TestCanarySabotage.)
+func TestNetLoopbackCanary(t *testing.T) {
+	env := newNetEnv(t)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	unix.Close(fd)
+	if err != nil {
+		t.Fatalf("SO_NETNS_COOKIE: %v", err)
+	}
+	r, err := env.net.Events(env.runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if in, _ := helper(t, env.run, nil, "loopback-canary"); in != "EPERM" {
+		t.Errorf("loopback canary without the exception: got %q, want EPERM (no socket)", in)
+	}
+	if err := env.net.Allow(env.runID, Policy{Loopback: true, NetnsCookie: own}); err != nil {
+		t.Fatal(err)
+	}
+	// Drain the refused socket of the run without the exception.
+	if e := readEvent(t, r); e.Op != OpSocketCreate {
+		t.Fatalf("event %v: want the refused socket", e)
+	}
+	if in, _ := helper(t, env.run, nil, "loopback-canary"); in != "ok" {
+		t.Errorf("loopback canary inside the sandbox: got %q, want ok", in)
+	}
+	for i := 0; i < CanaryEvents; i++ {
+		if e := readEvent(t, r); !e.IsCanary() || (e.Op != OpConnect4 && e.Op != OpConnect6) {
+			t.Errorf("event %d %v: not a canary connect", i, e)
+		}
+	}
+}

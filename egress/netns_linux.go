@@ -26,49 +26,115 @@ func ListenInNetns(netnsPath, addr string) (net.Listener, error) {
 	if err != nil || ap.Addr().Zone() != "" {
 		return nil, fmt.Errorf("listen in netns %s: address %q: want IP:PORT", netnsPath, addr)
 	}
+	var ln net.Listener
+	err = doInNetns(netnsPath, func() error {
+		var err error
+		ln, err = listenHere(ap)
+		return err
+	}, func() {
+		if ln != nil {
+			ln.Close()
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listen in netns %s: %w", netnsPath, err)
+	}
+	return ln, nil
+}
+
+// ListenPacketInNetns opens a UDP socket bound to addr (IP:PORT) in the
+// network namespace at netnsPath, as [ListenInNetns] does for TCP. Needs
+// CAP_SYS_ADMIN (setns).
+func ListenPacketInNetns(netnsPath, addr string) (net.PacketConn, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || ap.Addr().Zone() != "" {
+		return nil, fmt.Errorf("listen in netns %s: address %q: want IP:PORT", netnsPath, addr)
+	}
+	var pc net.PacketConn
+	err = doInNetns(netnsPath, func() error {
+		if ap.Addr().IsLoopback() {
+			if err := loopbackUp(); err != nil {
+				return err
+			}
+		}
+		var err error
+		pc, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+		return err
+	}, func() {
+		if pc != nil {
+			pc.Close()
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listen in netns %s: %w", netnsPath, err)
+	}
+	return pc, nil
+}
+
+// NetnsCookie returns the cookie of the network namespace at netnsPath
+// (SO_NETNS_COOKIE of a socket created there: what bpf_get_netns_cookie
+// returns for its sockets). Before Linux 5.14 the error wraps
+// unix.ENOPROTOOPT. Needs CAP_SYS_ADMIN (setns).
+func NetnsCookie(netnsPath string) (uint64, error) {
+	var cookie uint64
+	err := doInNetns(netnsPath, func() error {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return os.NewSyscallError("socket", err)
+		}
+		defer unix.Close(fd)
+		v, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+		if err != nil {
+			return os.NewSyscallError("getsockopt SO_NETNS_COOKIE", err)
+		}
+		cookie = v
+		return nil
+	}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("netns cookie of %s: %w", netnsPath, err)
+	}
+	return cookie, nil
+}
+
+// doInNetns runs fn on a locked OS thread that has joined the network
+// namespace at netnsPath, then returns the thread to its own namespace. If
+// the return fails, undo (if not nil) releases what fn made, and the thread
+// is discarded, never reused by other goroutines.
+func doInNetns(netnsPath string, fn func() error, undo func()) error {
 	target, err := os.Open(netnsPath)
 	if err != nil {
-		return nil, fmt.Errorf("listen in netns: %w", err)
+		return err
 	}
 	defer target.Close()
-
-	type result struct {
-		ln  net.Listener
-		err error
-	}
-	ch := make(chan result, 1)
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		// thread-self, not self: the namespace of this thread.
 		orig, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("open own network namespace: %w", err)}
+			ch <- fmt.Errorf("open own network namespace: %w", err)
 			return
 		}
 		defer orig.Close()
 		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("join network namespace: %w", os.NewSyscallError("setns", err))}
+			ch <- fmt.Errorf("join network namespace: %w", os.NewSyscallError("setns", err))
 			return
 		}
-		ln, lerr := listenHere(ap)
+		ferr := fn()
 		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
 			// The thread stays locked: it exits with this goroutine.
-			if ln != nil {
-				ln.Close()
+			if undo != nil {
+				undo()
 			}
-			ch <- result{err: fmt.Errorf("return to own network namespace: %w", os.NewSyscallError("setns", err))}
+			ch <- fmt.Errorf("return to own network namespace: %w", os.NewSyscallError("setns", err))
 			return
 		}
 		runtime.UnlockOSThread()
-		ch <- result{ln: ln, err: lerr}
+		ch <- ferr
 	}()
-	r := <-ch
-	if r.err != nil {
-		return nil, fmt.Errorf("listen in netns %s: %w", netnsPath, r.err)
-	}
-	return r.ln, nil
+	return <-ch
 }
 
 // listenHere listens on ap in the calling thread's network namespace.

@@ -168,6 +168,17 @@ func normalizeName(s string) (string, error) {
 // IsIP reports whether r names an IP address rather than host names.
 func (r Rule) IsIP() bool { return r.addr.IsValid() }
 
+// Addr is the address of an IP rule (invalid for a name rule).
+func (r Rule) Addr() netip.Addr { return r.addr }
+
+// Name is the host name of a name rule, lowercase without a trailing dot
+// ("" for an IP rule; the parent domain for a wildcard rule, see
+// [Rule.Wildcard]).
+func (r Rule) Name() string { return r.name }
+
+// Wildcard reports whether r allows the subdomains of r.Name().
+func (r Rule) Wildcard() bool { return r.wildcard }
+
 // Port is the rule's port.
 func (r Rule) Port() uint16 { return r.port }
 

@@ -95,7 +95,7 @@ var families = []string{
 	"vsock", "kcm", "qipcrtr", "smc", "xdp", "mctp", "46", "255", "0x100000002", "0x10000000a",
 }
 
-// TestSocketFamilies: socket(2) of every family but AF_UNIX fails with
+// TestSocketFamilies: under --net none, socket(2) of every family but AF_UNIX fails with
 // EPERM, whatever the type: AF_INET and AF_INET6 by the cgroup BPF wall
 // (which reports them on stderr), every other family by seccomp (cgroup
 // BPF never sees them). The control creates inet, inet6, netlink and
@@ -107,7 +107,7 @@ func TestSocketFamilies(t *testing.T) {
 		attack = append(attack, step("family", f))
 	}
 	vf := filepath.Join(t.TempDir(), "violations.jsonl")
-	r := b.attackIn([]string{"--violations", vf}, steps(attack...)...)
+	r := b.attackIn([]string{"--net", "none", "--violations", vf}, steps(attack...)...)
 	want := map[string]string{}
 	for _, f := range families {
 		want["family("+f+")"] = "EPERM"
@@ -145,7 +145,7 @@ func TestSocketFamilies(t *testing.T) {
 	if !strings.Contains(r.stderr, "sbx: denied socket AF_INET SOCK_STREAM") || !strings.Contains(r.stderr, " operation(s) denied in all ") {
 		t.Errorf("stderr lacks the first denials or the total\n%v", r)
 	}
-	if u := b.attackIn(nil, "family", "unix"); u.steps()["family(unix)"] != "OK" {
+	if u := b.attackIn([]string{"--net", "none"}, "family", "unix"); u.steps()["family(unix)"] != "OK" {
 		t.Errorf("AF_UNIX in the sandbox: want OK\n%v", u)
 	}
 	t.Run("i386", func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestSocketFamilies(t *testing.T) {
 		s = append(s, step("+family", "unix"))
 		want["+family(unix)"] = "OK"
 		delete(want, "family(unix)")
-		r := bb.attackIn(nil, steps(s...)...)
+		r := bb.attackIn([]string{"--net", "none"}, steps(s...)...)
 		wantSteps(t, "in the sandbox (i386)", r, want)
 		if r.code != 0 {
 			t.Errorf("in the sandbox (i386): exit %d, want 0\n%v", r.code, r)
@@ -188,7 +188,7 @@ func TestSocketFamilies(t *testing.T) {
 	})
 }
 
-// TestInetEgress: no way out through the network, however the packet is
+// TestInetEgress: under --net none, no way out through the network, however the packet is
 // sent: TCP connect, UDP sendto, TCP Fast Open (data in the SYN, sendto
 // with MSG_FASTOPEN and no connect), MPTCP, raw ICMP, ICMP datagram
 // (ping) sockets, and bind for a listener, over IPv4 and IPv6. Each fails
@@ -225,7 +225,7 @@ func TestInetEgress(t *testing.T) {
 	want["inet(ping,127.0.0.1,0)"] = "EACCES"
 	attack = append(attack, step("bind-inet", "127.0.0.1", "0"), step("bind-inet", "::", "0"))
 	want["bind-inet(127.0.0.1,0)"], want["bind-inet(::,0)"] = "EPERM", "EPERM"
-	r := b.attackIn(nil, steps(attack...)...)
+	r := b.attackIn([]string{"--net", "none"}, steps(attack...)...)
 	wantSteps(t, "in the sandbox", r, want)
 	if r.code != 0 {
 		t.Errorf("in the sandbox: exit %d, want 0\n%v", r.code, r)
@@ -276,4 +276,60 @@ func listenUDP(t *testing.T, network, addr string) string {
 	}
 	t.Cleanup(func() { c.Close() })
 	return strconv.Itoa(c.LocalAddr().(*net.UDPAddr).Port)
+}
+
+// TestLoopbackEgress: under --net loopback (the default) the sandbox has
+// its own loopback and nothing else. Inet sockets may be created and bound
+// (a test server), but the host's loopback listeners are not there
+// (ECONNREFUSED from the sandbox's own lo), and every way to a non-loopback
+// address (TCP connect, UDP sendto, TCP Fast Open, over IPv4 and IPv6) is
+// refused by the wall with EPERM and reported. Raw sockets still lack
+// CAP_NET_RAW, ping sockets ping_group_range.
+func TestLoopbackEgress(t *testing.T) {
+	b := newBox(t)
+	tcp4 := listenTCP(t, "tcp4", "127.0.0.1:0")
+	tcp6 := listenTCP(t, "tcp6", "[::1]:0")
+	want := map[string]string{
+		// The host's listeners: not in the sandbox's namespace.
+		"inet(tcp,127.0.0.1," + tcp4 + ")": "ECONNREFUSED",
+		"inet(tcp,::1," + tcp6 + ")":       "ECONNREFUSED",
+		"inet(tfo,127.0.0.1," + tcp4 + ")": "ECONNREFUSED",
+		// Own loopback: a datagram goes nowhere but lo ('+': allowed,
+		// not an escape).
+		"+inet(udp,127.0.0.1,9)": "OK",
+		"+inet(udp,::1,9)":       "OK",
+		// Beyond loopback: the wall.
+		"inet(tcp,192.0.2.1,80)":   "EPERM",
+		"inet(udp,192.0.2.1,53)":   "EPERM",
+		"inet(tfo,192.0.2.1,80)":   "EPERM",
+		"inet(tcp,2001:db8::1,80)": "EPERM",
+		"inet(udp,2001:db8::1,53)": "EPERM",
+		"inet(raw,127.0.0.1,0)":    "EPERM",
+		"inet(ping,127.0.0.1,0)":   "EACCES",
+		"+bind-inet(127.0.0.1,0)":  "OK",
+		"+bind-inet(::,0)":         "OK",
+	}
+	var attack [][]string
+	for label := range want {
+		name, args, _ := strings.Cut(strings.TrimSuffix(label, ")"), "(")
+		attack = append(attack, step(name, strings.Split(args, ",")...))
+	}
+	vf := filepath.Join(t.TempDir(), "violations.jsonl")
+	r := b.attackIn([]string{"--violations", vf}, steps(attack...)...)
+	wantSteps(t, "in the sandbox", r, want)
+	if r.code != 0 {
+		t.Errorf("in the sandbox: exit %d, want 0\n%v", r.code, r)
+	}
+	data, err := os.ReadFile(vf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"192.0.2.1:80", "192.0.2.1:53", "[2001:db8::1]:80", "[2001:db8::1]:53"} {
+		if !strings.Contains(string(data), `"target":"`+target+`"`) {
+			t.Errorf("no denial of %s in --violations:\n%s", target, data)
+		}
+	}
+	if strings.Contains(string(data), "127.0.0.1") || strings.Contains(string(data), `"::1`) {
+		t.Errorf("loopback use reported as a denial:\n%s", data)
+	}
 }

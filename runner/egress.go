@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // proxyAddr is where the egress proxy listens inside every sandbox. The
@@ -24,15 +25,45 @@ var proxyAddr = netip.MustParseAddrPort("127.0.0.1:3128")
 
 // proxyEnv is what points the sandbox's programs at the proxy: curl, git,
 // Python, Go (both cases; curl reads only lowercase http_proxy) and Node
-// 22.21+ (NODE_USE_ENV_PROXY).
-func proxyEnv() []string {
+// 22.21+ (NODE_USE_ENV_PROXY). NO_PROXY keeps the sandbox's own loopback
+// direct (its test servers), see noProxy.
+func proxyEnv(allow egress.Allowlist) []string {
 	u := "http://" + proxyAddr.String()
 	var env []string
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {
 		env = append(env, k+"="+u, strings.ToLower(k)+"="+u)
 	}
-	const local = "localhost,127.0.0.1,::1"
-	return append(env, "NO_PROXY="+local, "no_proxy="+local, "NODE_USE_ENV_PROXY=1")
+	if local := noProxy(allow); local != "" {
+		env = append(env, "NO_PROXY="+local, "no_proxy="+local)
+	}
+	return append(env, "NODE_USE_ENV_PROXY=1")
+}
+
+// noProxy is the NO_PROXY list: localhost, 127.0.0.1 and ::1 go to the
+// sandbox's own loopback directly, except those an allow rule names
+// (--allow-host 127.0.0.1:11434 for a model server on the host's
+// loopback): NO_PROXY knows no ports, and an entry there would send every
+// client to the sandbox's loopback, where the host's server is not, so
+// the rule could never work. Without the entry, clients that honour the
+// proxy variables reach every port of that host through the proxy, which
+// lets only the allowed ones through.
+func noProxy(allow egress.Allowlist) string {
+	named := map[string]bool{}
+	for _, r := range allow {
+		switch {
+		case r.IsIP():
+			named[r.Addr().String()] = true
+		case !r.Wildcard():
+			named[r.Name()] = true
+		}
+	}
+	var keep []string
+	for _, h := range []string{"localhost", "127.0.0.1", "::1"} {
+		if !named[h] {
+			keep = append(keep, h)
+		}
+	}
+	return strings.Join(keep, ",")
 }
 
 // egressProxy is one run's allowlist proxy: listening in the sandbox's
@@ -66,6 +97,47 @@ func startEgress(sb *sandbox.Sandbox, allow egress.Allowlist, rep *reporter) (*e
 	return e, nil
 }
 
+// forwardBase is the first address of the forwarders: allowed name i
+// (0-based, in rule order) gets forwardBase + i, on every port a rule
+// allows for it. 127.0.1.0/24 in the sandbox's own loopback, apart from
+// the proxy's and the DNS server's 127.0.0.1.
+var forwardBase = netip.MustParseAddr("127.0.1.1")
+
+// maxForwardNames bounds the names given forwarders (one address each).
+const maxForwardNames = 200
+
+// forwardNames gives each allowed name (not wildcards: a forwarder needs
+// the name before the client asks) a loopback address of the sandbox, and
+// listens there, on each allowed port of the name, in the sandbox's
+// namespace; each connection is forwarded by the proxy after its checks
+// (ServeForward). With the returned map sbx's DNS answers these names with
+// their address, so clients that ignore the proxy variables (Node's fetch,
+// the JVM, ssh) reach them too.
+func (e *egressProxy) forwardNames(sb *sandbox.Sandbox, allow egress.Allowlist) (map[string]netip.Addr, error) {
+	names := map[string]netip.Addr{}
+	next := forwardBase
+	netns := "/proc/" + strconv.Itoa(sb.Pid()) + "/ns/net"
+	for _, r := range allow {
+		if r.IsIP() || r.Wildcard() {
+			continue
+		}
+		a, ok := names[r.Name()]
+		if !ok {
+			if len(names) == maxForwardNames {
+				return nil, fmt.Errorf("egress forwarders: more than %d allowed names", maxForwardNames)
+			}
+			a, next = next, next.Next()
+			names[r.Name()] = a
+		}
+		ln, err := egress.ListenInNetns(netns, netip.AddrPortFrom(a, r.Port()).String())
+		if err != nil {
+			return nil, fmt.Errorf("egress forwarder for %s: %w", r, err)
+		}
+		go func() { _ = e.p.ServeForward(ln, r.Name(), r.Port()) }()
+	}
+	return names, nil
+}
+
 // close ends every tunnel and connection.
 func (e *egressProxy) close(log io.Writer) {
 	e.p.Close()
@@ -75,13 +147,45 @@ func (e *egressProxy) close(log io.Writer) {
 }
 
 // netPolicy is the run's exception to the network walls: the host network
-// (--net host), the egress proxy's endpoint (--allow-host), or none.
-func (o *Options) netPolicy() bpf.Policy {
+// (--net host), or the sandbox's own loopback (--net loopback, limited to
+// the namespace of the sandbox whose PID 1 is pid) and the egress proxy's
+// endpoint (--allow-host), or none. Without a wall (rootless) there is
+// nothing to look up.
+func (o *Options) netPolicy(pid int, wall bool) (bpf.Policy, error) {
+	var p bpf.Policy
 	switch {
-	case o.HostNetwork:
-		return bpf.Policy{HostNetwork: true}
+	case o.hostNetwork():
+		return bpf.Policy{HostNetwork: true}, nil
 	case len(o.allow) > 0:
-		return bpf.Policy{Proxy: proxyAddr}
+		p.Proxy = proxyAddr
 	}
-	return bpf.Policy{}
+	if o.loopback() && wall {
+		p.Loopback = true
+		c, err := egress.NetnsCookie("/proc/" + strconv.Itoa(pid) + "/ns/net")
+		switch {
+		case errors.Is(err, unix.ENOPROTOOPT):
+			// Before Linux 5.14: the wall then takes any namespace but
+			// the host's for the sandbox's.
+		case err != nil:
+			return p, fmt.Errorf("network wall: %w", err)
+		}
+		p.NetnsCookie = c
+	}
+	return p, nil
+}
+
+// netCanary is the proof the shim runs before the program (see
+// sandbox.ShimConfig.NetCanary): with the host network there is no wall
+// to prove; rootless, seccomp refuses inet sockets itself (EPERM) under
+// --net none, and under --net loopback the empty namespace is the wall.
+func (o *Options) netCanary(rootless bool) string {
+	switch {
+	case o.hostNetwork():
+		return ""
+	case !o.loopback():
+		return sandbox.NetCanaryNoInet
+	case rootless:
+		return sandbox.NetCanaryLoopbackNetns
+	}
+	return sandbox.NetCanaryLoopbackWall
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/egress"
 )
 
 func TestHostsResolver(t *testing.T) {
@@ -53,28 +55,54 @@ func TestHostsResolver(t *testing.T) {
 }
 
 // TestProxyEnv: every variable curl, git, Python, Go and Node read, in both
-// cases where they differ, pointing at the proxy; loopback bypasses it.
+// cases where they differ, pointing at the proxy; the sandbox's own
+// loopback bypasses it, except the loopback hosts an allow rule names (a
+// NO_PROXY entry would send their clients to the sandbox's empty loopback).
 func TestProxyEnv(t *testing.T) {
-	env := map[string]string{}
-	for _, kv := range proxyEnv() {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	u := "http://" + proxyAddr.String()
-	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"} {
-		if env[k] != u {
-			t.Errorf("%s = %q, want %q", k, env[k], u)
-		}
-	}
-	for _, k := range []string{"NO_PROXY", "no_proxy"} {
-		if env[k] != "localhost,127.0.0.1,::1" {
-			t.Errorf("%s = %q", k, env[k])
-		}
-	}
-	if env["NODE_USE_ENV_PROXY"] != "1" {
-		t.Errorf("NODE_USE_ENV_PROXY = %q, want 1", env["NODE_USE_ENV_PROXY"])
-	}
-	if len(env) != 9 {
-		t.Errorf("proxyEnv has %d variables, want 9: %v", len(env), env)
+	for _, tc := range []struct {
+		name    string
+		allow   []string
+		noProxy string // "" : no NO_PROXY at all
+	}{
+		{"remote only", []string{"api.example.com"}, "localhost,127.0.0.1,::1"},
+		{"host loopback v4", []string{"127.0.0.1:11434"}, "localhost,::1"},
+		{"host loopback v6", []string{"[::1]:8080"}, "localhost,127.0.0.1"},
+		{"localhost by name", []string{"localhost:11434", "127.0.0.1:11434"}, "::1"},
+		{"every loopback", []string{"localhost:1", "127.0.0.1:1", "[::1]:1"}, ""},
+		{"other loopback address", []string{"127.0.0.2:80"}, "localhost,127.0.0.1,::1"},
+		{"wildcard", []string{"*.example.com"}, "localhost,127.0.0.1,::1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			allow, err := egress.ParseAllowlist(tc.allow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := map[string]string{}
+			for _, kv := range proxyEnv(allow) {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+			u := "http://" + proxyAddr.String()
+			for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"} {
+				if env[k] != u {
+					t.Errorf("%s = %q, want %q", k, env[k], u)
+				}
+			}
+			for _, k := range []string{"NO_PROXY", "no_proxy"} {
+				if v, ok := env[k]; v != tc.noProxy || ok != (tc.noProxy != "") {
+					t.Errorf("%s = %q (set: %v), want %q", k, v, ok, tc.noProxy)
+				}
+			}
+			if env["NODE_USE_ENV_PROXY"] != "1" {
+				t.Errorf("NODE_USE_ENV_PROXY = %q, want 1", env["NODE_USE_ENV_PROXY"])
+			}
+			want := 9
+			if tc.noProxy == "" {
+				want = 7
+			}
+			if len(env) != want {
+				t.Errorf("proxyEnv has %d variables, want %d: %v", len(env), want, env)
+			}
+		})
 	}
 }

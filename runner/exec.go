@@ -46,6 +46,7 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Write:     checked.Writable,
 		Cwd:       checked.Dir,
 		Home:      HomeTmp,
+		Net:       NetNone, // the tool's contract: no network at all
 		HostEnv:   eo.HostEnv,
 		Limits: sandbox.Limits{
 			MemoryBytes: gate.MemoryBytes,

@@ -75,6 +75,25 @@ func (w *netWall) allow(dir string, p bpf.Policy) error {
 	return nil
 }
 
+// checkForeign refuses a run that needs an exception of the wall (p not
+// zero) while another sbx build's wall is attached to the same parent
+// cgroup: that build's programs refuse every inet socket of runs they do
+// not know, so the run would fail in confusing ways (its canary first).
+// Fail closed, with the cause and the way out.
+func (w *netWall) checkForeign(p bpf.Policy) error {
+	if p == (bpf.Policy{}) {
+		return nil
+	}
+	n, err := w.net.ForeignSockCreate()
+	if err != nil {
+		return fmt.Errorf("network wall: %w", err)
+	}
+	if n > 0 {
+		return fmt.Errorf("network wall: another sbx version's network wall is attached to the %s cgroup (runs of it are still going); it refuses every socket of this version's runs, so --net loopback, --allow-host and --net host cannot work until those runs end (--net none works meanwhile)", sandbox.CgroupParent)
+	}
+	return nil
+}
+
 // close drains the denials still queued, revokes the run's exceptions and
 // releases the wall (the pinned programs stay attached for the next run).
 func (w *netWall) close() {

@@ -32,6 +32,38 @@ const (
 // HomeTmp as Options.Home gives the run a throwaway home.
 const HomeTmp = "tmp"
 
+// NetMode is the network a run gets (sbx run --net).
+type NetMode string
+
+const (
+	// NetLoopback (the default, also as "") gives the sandbox its own,
+	// otherwise empty network namespace in which inet sockets of any type
+	// may be created, bound, listened on and connected over loopback
+	// (127.0.0.0/8, ::1): test servers, local databases. Every attempt to
+	// reach anything else is refused and reported.
+	NetLoopback NetMode = "loopback"
+	// NetNone refuses inet sockets altogether (but for the egress proxy of
+	// --allow-host).
+	NetNone NetMode = "none"
+	// NetHost shares the host's network: no isolation.
+	NetHost NetMode = "host"
+)
+
+// ParseNetMode parses a --net value.
+func ParseNetMode(s string) (NetMode, error) {
+	switch m := NetMode(s); m {
+	case NetLoopback, NetNone, NetHost:
+		return m, nil
+	}
+	return "", fmt.Errorf("%q: want loopback, none or host", s)
+}
+
+// hostNetwork reports whether the run shares the host's network.
+func (o *Options) hostNetwork() bool { return o.Net == NetHost }
+
+// loopback reports whether the run may use its own loopback.
+func (o *Options) loopback() bool { return o.Net == NetLoopback || o.Net == "" }
+
 // Options describe one run.
 type Options struct {
 	// Args is the program and its arguments, exec'd without a shell.
@@ -77,8 +109,8 @@ type Options struct {
 	// AllowHosts opens egress to these destinations (HOST[:PORT], see
 	// egress.ParseRule) through sbx's proxy; empty: no network at all.
 	AllowHosts []string
-	// HostNetwork shares the host's network (--net host): no isolation.
-	HostNetwork bool
+	// Net is the run's network (--net); the zero value is [NetLoopback].
+	Net NetMode
 	// ForwardSignals makes Run catch INT, TERM, HUP, QUIT, USR1, USR2 and
 	// WINCH and pass them to the program; otherwise the caller handles
 	// signals (and may cancel the context).
@@ -296,7 +328,7 @@ func cleanEnv(o *Options, who invoker, homeInside string) ([]string, error) {
 	}
 	set("SBX", "1")
 	if len(o.allow) > 0 {
-		for _, kv := range proxyEnv() {
+		for _, kv := range proxyEnv(o.allow) {
 			k, v, _ := strings.Cut(kv, "=")
 			set(k, v)
 		}

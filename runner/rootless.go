@@ -138,7 +138,7 @@ func rootlessNetwork(o *Options) error {
 	switch {
 	case len(o.allow) > 0:
 		return fmt.Errorf("--allow-host: the egress proxy needs root (its exceptions live in the BPF network wall: %v); run sbx with sudo", ErrCgroupBPFNeedsRoot)
-	case o.HostNetwork:
+	case o.hostNetwork():
 		return errors.New("--net host: needs root (a rootless sandbox refuses inet sockets with seccomp, since the BPF wall that opens the host network needs root); run sbx with sudo")
 	}
 	return nil

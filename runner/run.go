@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -157,9 +158,12 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		}
 		spec.AllowInetSockets = true // the wall denies them, and reports it
 	}
-	// With the host network there is no wall to prove; rootless, seccomp
-	// refuses inet sockets itself (EPERM), which the canary proves.
-	spec.Shim.NetCanary = !o.HostNetwork
+	spec.Shim.NetCanary = o.netCanary(spec.Rootless)
+	if !o.hostNetwork() {
+		if spec.ResolvConf, err = resolvConf(o.StateDir); err != nil {
+			return res, err
+		}
+	}
 	if len(o.allow) > 0 {
 		spec.ProxyPort = proxyAddr.Port()
 	}
@@ -203,12 +207,19 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			return res, err
 		}
 	}
-	netPolicy := o.netPolicy()
+	netPolicy, err := o.netPolicy(sb.Pid(), wall != nil)
+	if err != nil {
+		return res, err
+	}
 	if netPolicy != (bpf.Policy{}) && wall != nil {
+		if err := wall.checkForeign(netPolicy); err != nil {
+			return res, err
+		}
 		if err := wall.allow(sb.CgroupPaths()[""], netPolicy); err != nil {
 			return res, err
 		}
 	}
+	var names map[string]netip.Addr // allowed names' addresses in the sandbox
 	if len(o.allow) > 0 {
 		// Closed before the sandbox is destroyed and before rep.finish,
 		// so every denial is reported.
@@ -217,6 +228,20 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			return res, err
 		}
 		defer px.close(o.Log)
+		if o.loopback() {
+			if names, err = px.forwardNames(sb, o.allow); err != nil {
+				return res, err
+			}
+		}
+	}
+	if o.loopback() && wall != nil {
+		// A name lookup fails at once (NXDOMAIN), and is reported; an
+		// allowed name gets the address of its forwarder.
+		dns, err := startDNS(sb, rep, names)
+		if err != nil {
+			return res, err
+		}
+		defer dns.stop(o.Log)
 	}
 	if lsm != nil {
 		if err := lsm.add(spec, sb.CgroupPaths()[""], sb.Pid(), netPolicy); err != nil {
@@ -524,7 +549,8 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		go func() { masks <- sandbox.RootOnly("/etc") }()
 		o.rootOnly = masks
 	}
-	spec.HostNetwork = o.HostNetwork
+	spec.HostNetwork = o.hostNetwork()
+	spec.Loopback = o.loopback()
 	spec.Landlock = t.landlock
 	o.tiers = t
 	o.protect = prot

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -203,5 +204,63 @@ func TestCrossMountAfterSandboxEnds(t *testing.T) {
 		if got := crossMount(gone, tc.mt, tc.e); got != tc.cross {
 			t.Errorf("%s: crossMount = %v, want %v", tc.name, got, tc.cross)
 		}
+	}
+}
+
+// TestReporterNetQuietAndHint: routine probes (a UDP socket's connect,
+// which sends nothing; Node's io_uring_setup) go to --violations and the
+// result but print no line; the first refused attempt to reach the network
+// adds one line saying how to allow it, and only one.
+func TestReporterNetQuietAndHint(t *testing.T) {
+	udpProbe := bpf.Event{Op: bpf.OpConnect6, PID: 7, Comm: "pip", Errno: unix.EPERM, Family: unix.AF_INET6,
+		SockType: unix.SOCK_DGRAM, Addr: netip.MustParseAddrPort("[2001:db8::1]:53")}
+	tcp := bpf.Event{Op: bpf.OpConnect4, PID: 7, Comm: "curl", Errno: unix.EPERM, Family: unix.AF_INET,
+		SockType: unix.SOCK_STREAM, Addr: netip.MustParseAddrPort("192.0.2.1:443")}
+	udpSend := bpf.Event{Op: bpf.OpSendmsg4, PID: 7, Comm: "dig", Errno: unix.EPERM, Family: unix.AF_INET,
+		SockType: unix.SOCK_DGRAM, Addr: netip.MustParseAddrPort("192.0.2.1:53")}
+	uring := traceEvent(unix.SYS_IO_URING_SETUP, unix.EPERM, "", 0, "seccomp")
+	noInet := bpf.Event{Op: bpf.OpSocketCreate, PID: 7, Comm: "npm", Errno: unix.EPERM, Family: unix.AF_INET,
+		SockType: unix.SOCK_STREAM, Protocol: unix.IPPROTO_TCP}
+	for _, tc := range []struct {
+		name   string
+		events []bpf.Event
+		lines  []string // the sbx: lines printed
+		kept   int      // violations in the result
+	}{
+		{"probes only", []bpf.Event{udpProbe, uring}, nil, 2},
+		{"connect", []bpf.Event{udpProbe, tcp, tcp}, []string{
+			"sbx: denied connect 192.0.2.1:443 (7 curl)",
+			"sbx: to let the program reach 192.0.2.1:443, run sbx with --allow-host 192.0.2.1:443 (through sbx's proxy, for programs that honour HTTPS_PROXY)",
+			"sbx: 2 operation(s) denied in all (1 distinct); 1 routine probe(s) refused quietly",
+		}, 3},
+		{"udp send, one hint", []bpf.Event{udpSend, tcp}, []string{
+			"sbx: denied sendmsg 192.0.2.1:53 (7 dig)",
+			"sbx: to let the program reach 192.0.2.1:53, run sbx with --allow-host 192.0.2.1:53 (through sbx's proxy, for programs that honour HTTPS_PROXY)",
+			"sbx: denied connect 192.0.2.1:443 (7 curl)",
+		}, 2},
+		{"--net none", []bpf.Event{noInet}, []string{
+			"sbx: denied socket AF_INET SOCK_STREAM IPPROTO_TCP (7 npm)",
+			"sbx: the program has no network (--net none); --net loopback gives it its own loopback, --allow-host HOST[:PORT] a host through sbx's proxy",
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			r := newReporter(&log, nil)
+			r.setSandbox(1000, "/ws", false)
+			for _, e := range tc.events {
+				r.addEvent(e, "bpf")
+			}
+			r.finish()
+			got := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+			if log.Len() == 0 {
+				got = nil
+			}
+			if !slices.Equal(got, tc.lines) {
+				t.Errorf("printed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.lines, "\n"))
+			}
+			if vs, _ := r.violations(); len(vs) != tc.kept {
+				t.Errorf("%d violations kept, want %d", len(vs), tc.kept)
+			}
+		})
 	}
 }

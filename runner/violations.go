@@ -113,6 +113,8 @@ type reporter struct {
 	workspace string
 	readOnly  bool // the workspace is mounted read-only (no --write)
 	hinted    bool // the --write hint was given
+	netHinted bool // the --allow-host hint was given
+	quiet     int  // routine probes refused (see quietEvent), not printed
 
 	// lastFile is the last LSM file event of each pid, to leave out the
 	// tracer's report of the same refusal (see pump).
@@ -206,7 +208,12 @@ func (r *reporter) addEvent(e bpf.Event, tier string) {
 			}
 			r.lastFile[e.PID] = e
 		}
-		r.addLocked(violation(e, tier))
+		v := violation(e, tier)
+		if quietNet(e) {
+			r.addQuietLocked(v)
+			return
+		}
+		r.addLocked(v)
 		return
 	}
 	if (e.PID == r.shimPID && r.shimPID != 0) || crossMount(r.shimPID, r.mounts, e) {
@@ -219,6 +226,10 @@ func (r *reporter) addEvent(e bpf.Event, tier string) {
 		}
 	}
 	v := violation(e, tier)
+	if quietSyscall(e) {
+		r.addQuietLocked(v)
+		return
+	}
 	r.addLocked(v)
 	if r.readOnly && !r.hinted && e.Errno == unix.EROFS && e.IsWrite() && within(e.Path, r.workspace) {
 		r.hinted = true
@@ -226,8 +237,68 @@ func (r *reporter) addEvent(e bpf.Event, tier string) {
 	}
 }
 
+// quietNet reports whether a denial of the network wall (or the LSM tier)
+// is a routine probe rather than an attempt to reach something: a connect
+// of a UDP socket sends nothing, it asks the routing table which source
+// address would be used (getaddrinfo's address sorting, pip's and Node's
+// IPv6 checks). Refused all the same.
+func quietNet(e bpf.Event) bool {
+	switch e.Op {
+	case bpf.OpConnect4, bpf.OpConnect6, bpf.OpSocketConnect:
+		return e.SockType == unix.SOCK_DGRAM
+	}
+	return false
+}
+
+// quietSyscalls are the calls refused by seccomp that runtimes try as a
+// matter of course and do without: Node (libuv) probes io_uring at start.
+var quietSyscalls = map[string]bool{"io_uring_setup": true}
+
+// quietSyscall reports whether a tracer event is a routine probe.
+func quietSyscall(e bpf.Event) bool {
+	if e.Op != bpf.OpSyscall {
+		return false
+	}
+	name, _, _ := strings.Cut(e.Target(), " ") // "io_uring_setup": no path
+	return quietSyscalls[name]
+}
+
+// addQuietLocked records a routine probe: in --violations and the result
+// like every denial, counted for the summary, but no "sbx: denied" line.
+func (r *reporter) addQuietLocked(v gate.Violation) {
+	r.quiet++
+	if len(r.kept) < gate.MaxViolations {
+		r.kept = append(r.kept, v)
+	} else {
+		r.dropped++
+	}
+	if r.enc != nil {
+		r.writeLocked(v)
+	}
+}
+
+// netHint is the line printed once, after the first refused attempt to
+// reach the network: how to allow it.
+func netHint(v gate.Violation) string {
+	switch {
+	case v.Op == "socket" && strings.HasPrefix(v.Target, "AF_INET"):
+		return "sbx: the program has no network (--net none); --net loopback gives it its own loopback, --allow-host HOST[:PORT] a host through sbx's proxy\n"
+	case v.Op == "resolve":
+		return fmt.Sprintf("sbx: the sandbox has no DNS; to let the program reach %s, run sbx with --allow-host %s[:PORT] (through sbx's proxy, for programs that honour HTTPS_PROXY)\n", v.Target, v.Target)
+	case v.Op == "connect" || v.Op == "sendmsg":
+		return fmt.Sprintf("sbx: to let the program reach %s, run sbx with --allow-host %s (through sbx's proxy, for programs that honour HTTPS_PROXY)\n", v.Target, v.Target)
+	}
+	return ""
+}
+
 func (r *reporter) addLocked(v gate.Violation) {
 	r.total++
+	if !r.netHinted {
+		if h := netHint(v); h != "" {
+			r.netHinted = true
+			defer r.emit(h) // after the denial's own line
+		}
+	}
 	if len(r.kept) < gate.MaxViolations {
 		r.kept = append(r.kept, v)
 	} else {
@@ -333,13 +404,17 @@ func (r *reporter) finish() {
 	if r.log == nil || (r.total == 0 && r.lost == 0) {
 		return
 	}
+	quiet := ""
+	if r.quiet > 0 {
+		quiet = fmt.Sprintf("; %d routine probe(s) refused quietly", r.quiet)
+	}
 	for _, line := range r.pending {
 		io.WriteString(r.log, line)
 	}
 	r.pending = nil
 	if hidden := len(r.order) - r.printed; hidden > 0 || r.total > r.printed || r.lost > 0 {
-		fmt.Fprintf(r.log, "sbx: %d operation(s) denied in all (%d distinct%s)%s\n", r.total, len(r.order),
-			overflowText(r.overflowN, r.overflow), lostText(r.lost))
+		fmt.Fprintf(r.log, "sbx: %d operation(s) denied in all (%d distinct%s)%s%s\n", r.total, len(r.order),
+			overflowText(r.overflowN, r.overflow), lostText(r.lost), quiet)
 	}
 }
 

@@ -116,6 +116,11 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 	for _, p := range s.ReadWrite {
 		binds = append(binds, bindMount(p, p, true))
 	}
+	if s.ResolvConf != "" {
+		if fi, err := os.Lstat("/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
+			binds = append(binds, bindMount(s.ResolvConf, "/etc/resolv.conf", false))
+		}
+	}
 	binds = append(binds, &configs.Mount{
 		Source: shimExe, Destination: ShimPath, Device: "bind",
 		Flags: unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV,
@@ -200,9 +205,13 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 // seccompOptions are the options of the program's seccomp filter.
 func (s *Spec) seccompOptions() SeccompOptions {
 	var o SeccompOptions
-	if s.AllowInetSockets {
+	if s.AllowInetSockets || s.Loopback {
 		o.SocketFamilies = []int{unix.AF_INET, unix.AF_INET6}
 	}
+	// Reading the routes and links of the namespace (lo alone, or the
+	// host's without the capability to change them) is what npm, pip and
+	// getaddrinfo's AI_ADDRCONFIG do first.
+	o.NetlinkRoute = s.Loopback || s.HostNetwork
 	return o
 }
 

@@ -32,9 +32,10 @@ type FilePolicy struct {
 	// ConnectTCP are the TCP ports the program may connect to (ABI 4+;
 	// Landlock matches ports only, the network wall the address).
 	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
-	// HostNetwork leaves TCP bind and connect unrestricted (the run
-	// shares the host's network).
-	HostNetwork bool `json:"hostNetwork,omitempty"`
+	// AnyTCP leaves TCP bind and connect unrestricted: the run shares the
+	// host's network, or its own namespace holds nothing but loopback
+	// (the namespace is the wall).
+	AnyTCP bool `json:"anyTCP,omitempty"`
 }
 
 // LandlockPolicy builds the file policy of s: the system directories and
@@ -63,7 +64,7 @@ func (s *Spec) LandlockPolicy(layout []Entry) FilePolicy {
 	if s.ProxyPort != 0 {
 		p.ConnectTCP = append(p.ConnectTCP, s.ProxyPort)
 	}
-	p.HostNetwork = s.HostNetwork
+	p.AnyTCP = s.HostNetwork || s.Loopback
 	return p
 }
 
@@ -108,14 +109,16 @@ func (p FilePolicy) rules() []landlock.Rule {
 	for _, path := range p.Devices {
 		rules = append(rules, landlock.RWDirs(path).WithIoctlDev())
 	}
-	for _, port := range p.ConnectTCP {
-		rules = append(rules, landlock.ConnectTCP(port))
+	if !p.AnyTCP { // TCP is not handled at all then: no rule may name it
+		for _, port := range p.ConnectTCP {
+			rules = append(rules, landlock.ConnectTCP(port))
+		}
 	}
 	return rules
 }
 
 // applyLandlock restricts the calling process (all its threads) to p, denies
-// TCP bind and connect (ABI 4+) and scopes signals and abstract unix sockets
+// TCP bind and connect (ABI 4+; unless p.AnyTCP) and scopes signals and abstract unix sockets
 // to the sandbox (ABI 6+), then proves the file policy holds by failing to
 // open the canary. Features newer than the kernel's ABI are left out; the
 // file policy itself is never best effort.
@@ -130,7 +133,7 @@ func applyLandlock(p FilePolicy) error {
 	// BestEffort only downgrades to what the kernel's ABI knows; ABI >= 1
 	// (checked above) keeps every file-access right of V1.
 	cfg := landlock.V7
-	if p.HostNetwork {
+	if p.AnyTCP {
 		cfg.HandledAccessNet = 0
 	}
 	cfg = cfg.BestEffort()

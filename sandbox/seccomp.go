@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -137,6 +138,11 @@ type SeccompOptions struct {
 	// sandbox's shim has it, which starts the program in a user namespace
 	// of its own; the program gets the default filter stacked on top.
 	AllowNewUser bool
+	// NetlinkRoute lets socket(2) create AF_NETLINK sockets of protocol
+	// NETLINK_ROUTE (and no other netlink protocol): reading the
+	// namespace's links, addresses and routes. Changing them needs
+	// CAP_NET_ADMIN, which the program never has.
+	NetlinkRoute bool
 }
 
 // Seccomp returns sbx's default seccomp filter: every syscall is allowed
@@ -165,7 +171,13 @@ func SeccompWith(opts SeccompOptions) (*configs.Seccomp, error) {
 		if f <= 0 || f >= afMax {
 			return nil, fmt.Errorf("seccomp: socket family %d out of range (1..%d)", f, afMax-1)
 		}
+		if f == unix.AF_NETLINK {
+			return nil, errors.New("seccomp: AF_NETLINK cannot be allowed whole (use NetlinkRoute)")
+		}
 		allowed = append(allowed, f)
+	}
+	if opts.NetlinkRoute {
+		allowed = append(allowed, unix.AF_NETLINK)
 	}
 	slices.Sort(allowed)
 	allowed = slices.Compact(allowed)
@@ -189,6 +201,11 @@ func SeccompWith(opts SeccompOptions) (*configs.Seccomp, error) {
 	}
 	calls = append(calls, personalityRules()...)
 	calls = append(calls, socketRules(allowed)...)
+	if opts.NetlinkRoute {
+		calls = append(calls, deny("socket",
+			&configs.Arg{Index: 0, Value: unix.AF_NETLINK, Op: configs.EqualTo},
+			&configs.Arg{Index: 2, Value: unix.NETLINK_ROUTE, Op: configs.NotEqualTo}))
+	}
 	calls = append(calls, setIDRules()...)
 	calls = append(calls, denyErrno("openat2", unix.ENOSYS))
 

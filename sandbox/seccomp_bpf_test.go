@@ -696,3 +696,40 @@ func TestSeccompKernelGo(t *testing.T) {
 		t.Errorf("without the filter:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestSeccompBPFNetlinkRoute: with NetlinkRoute, socket(AF_NETLINK, *,
+// NETLINK_ROUTE) passes and every other netlink protocol (or a protocol
+// with upper bits set) is refused; without it, every netlink socket is.
+func TestSeccompBPFNetlinkRoute(t *testing.T) {
+	route, err := SeccompWith(SeccompOptions{SocketFamilies: []int{unix.AF_INET, unix.AF_INET6}, NetlinkRoute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withRoute := newSeccompVM(t, mustCompileSeccomp(t, route))
+	without := newSeccompVM(t, mustCompileSeccomp(t, Seccomp()))
+	deny := uint32(seccompRetErrno | uint32(unix.EPERM))
+	for _, c := range []struct {
+		name          string
+		family, proto uint64
+		want, wantOff uint32
+	}{
+		{"route", unix.AF_NETLINK, unix.NETLINK_ROUTE, seccompRetAllow, deny},
+		{"audit", unix.AF_NETLINK, unix.NETLINK_AUDIT, deny, deny},
+		{"uevent", unix.AF_NETLINK, unix.NETLINK_KOBJECT_UEVENT, deny, deny},
+		{"sock_diag", unix.AF_NETLINK, unix.NETLINK_SOCK_DIAG, deny, deny},
+		{"route, upper bits", unix.AF_NETLINK, 1 << 32, deny, deny},
+		{"inet", unix.AF_INET, 0, seccompRetAllow, deny},
+		{"packet", unix.AF_PACKET, 0, deny, deny},
+	} {
+		args := [6]uint64{c.family, unix.SOCK_RAW, c.proto}
+		if got := runSeccompVM(t, withRoute, unix.SYS_SOCKET, auditArchX86_64, args); got != c.want {
+			t.Errorf("%s with NetlinkRoute: %#x, want %#x", c.name, got, c.want)
+		}
+		if got := runSeccompVM(t, without, unix.SYS_SOCKET, auditArchX86_64, args); got != c.wantOff {
+			t.Errorf("%s by default: %#x, want %#x", c.name, got, c.wantOff)
+		}
+	}
+	if _, err := SeccompWith(SeccompOptions{SocketFamilies: []int{unix.AF_NETLINK}}); err == nil {
+		t.Error("SocketFamilies AF_NETLINK: want an error (NetlinkRoute only)")
+	}
+}

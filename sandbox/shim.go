@@ -30,9 +30,10 @@ type ShimConfig struct {
 	// LifelineFD is the read end of a pipe that only sbx holds open: EOF
 	// on it means sbx is gone, and the shim ends the sandbox.
 	LifelineFD int `json:"lifeline,omitempty"`
-	// NetCanary makes the shim prove the network wall before it starts the
-	// program: socket(AF_INET) and socket(AF_INET6) must fail with EPERM.
-	NetCanary bool `json:"netCanary,omitempty"`
+	// NetCanary makes the shim prove the network before it starts the
+	// program (one of the NetCanary* proofs; "": none, the run shares the
+	// host's network).
+	NetCanary string `json:"netCanary,omitempty"`
 	// Landlock, when set, is applied to the shim and so to the program
 	// (with UserNS, to the exec step and so to the program only).
 	Landlock *FilePolicy `json:"landlock,omitempty"`
@@ -50,6 +51,20 @@ type ShimConfig struct {
 	// own (not the fallback).
 	Nested bool `json:"nested,omitempty"`
 }
+
+// The proofs of ShimConfig.NetCanary.
+const (
+	// NetCanaryNoInet: socket(AF_INET) and socket(AF_INET6) must fail
+	// with EPERM (sbx run --net none; see bpf.Canary).
+	NetCanaryNoInet = "no-inet"
+	// NetCanaryLoopbackWall: loopback works, and the network wall refuses
+	// a connect beyond it with EPERM (--net loopback as root; see
+	// bpf.LoopbackCanary).
+	NetCanaryLoopbackWall = "loopback-wall"
+	// NetCanaryLoopbackNetns: loopback works, and the namespace has no
+	// route beyond it (--net loopback rootless, where there is no wall).
+	NetCanaryLoopbackNetns = "loopback-netns"
+)
 
 // UserNS are the user's ids on the host. A rootless sandbox's user
 // namespace maps them to 0, as libcontainer's bootstrap needs; the
@@ -264,13 +279,26 @@ func confine(cfg ShimConfig) int {
 			return 125
 		}
 	}
-	if cfg.NetCanary {
-		if err := bpf.Canary(); err != nil {
-			fmt.Fprintf(os.Stderr, "sbx: refusing to run: %v\n", err)
-			return 125
-		}
+	if err := netCanary(cfg.NetCanary); err != nil {
+		fmt.Fprintf(os.Stderr, "sbx: refusing to run: %v\n", err)
+		return 125
 	}
 	return 0
+}
+
+// netCanary runs the network proof named by which (see ShimConfig.NetCanary).
+func netCanary(which string) error {
+	switch which {
+	case "":
+		return nil
+	case NetCanaryNoInet:
+		return bpf.Canary()
+	case NetCanaryLoopbackWall:
+		return bpf.LoopbackCanary(true)
+	case NetCanaryLoopbackNetns:
+		return bpf.LoopbackCanary(false)
+	}
+	return fmt.Errorf("net canary: unknown proof %q", which)
 }
 
 // shimThreads is how many idle OS threads the shim's Go runtime gets before

@@ -73,6 +73,19 @@ type Spec struct {
 	// empty one, and leaves TCP out of the Landlock policy (sbx run --net
 	// host: no network isolation at all).
 	HostNetwork bool
+	// Loopback lets the program use the sandbox's own network namespace,
+	// which holds nothing but lo (sbx run --net loopback): seccomp lets
+	// AF_INET and AF_INET6 sockets through (rootless too, where the
+	// namespace itself is the wall; as root the cgroup BPF wall limits
+	// them to loopback and reports the rest), and Landlock leaves TCP bind
+	// and connect unrestricted (no port can lead out of the namespace).
+	Loopback bool
+	// ResolvConf, if set, is a host file bound read-only over the
+	// sandbox's /etc/resolv.conf (when the host's is a regular file; a
+	// symlink into /run dangles inside, and libc then asks 127.0.0.1
+	// anyway): a resolver the sandbox can reach, so that a lookup fails at
+	// once instead of waiting on one it cannot.
+	ResolvConf string
 	// ProxyPort is the TCP port of sbx's egress proxy on the sandbox's
 	// loopback (0: none); the Landlock tier lets connects to it through.
 	ProxyPort uint16

@@ -90,7 +90,7 @@ func TestDocumentedFlagsParse(t *testing.T) {
 		"workspace": {b.ws}, "ro": {b.ws}, "rw": {b.ws}, "home": {"tmp"}, "env": {"A=B"},
 		"memory": {"64m"}, "cpus": {"0.5"}, "pids": {"10"}, "timeout": {"1s"}, "tty": {"never"},
 		"policy": {"auto"}, "violations": {filepath.Join(b.tempDir(), "v.jsonl")},
-		"allow-host": {"api.example.com"}, "net": {"none"},
+		"allow-host": {"api.example.com"}, "net": {"loopback"},
 	}
 	for _, f := range runFlags {
 		dash := "--"

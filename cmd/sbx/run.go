@@ -29,7 +29,8 @@ What the program sees:
   /tmp                              private tmpfs (512 MiB)
   /proc, /dev                       its own (own PID namespace, minimal /dev)
 Nothing else: not your home, /root, /var, /run, nor any daemon socket.
-No network (empty network namespace, loopback only) unless --allow-host, no
+No network but the sandbox's own loopback (an empty network namespace: test
+servers work, nothing outside is reachable) unless --allow-host, no
 capabilities, no_new_privs, a seccomp filter, and cgroup limits.
 Without root (rootless), the same in a user namespace, with Landlock and
 seccomp in place of the BPF tiers (so no --allow-host or --net host), and
@@ -73,10 +74,14 @@ Flags:
                     (both cases) and NODE_USE_ENV_PROXY=1 are set; names that
                     resolve to loopback, private or link-local addresses are
                     refused unless that address is allowed itself
-  --net MODE        none (default): only the --allow-host destinations, through
-                    the proxy; host: share the host's network. WARNING: with
-                    host the program can reach everything this machine can
-                    (your LAN, local services, cloud metadata): no isolation
+  --net MODE        loopback (default): the sandbox's own loopback (127.0.0.1,
+                    ::1: servers and clients of the program itself, not this
+                    machine's) and the --allow-host destinations; every
+                    other destination is refused and reported. none: no inet
+                    socket at all but the --allow-host proxy's. host: share
+                    the host's network. WARNING: with host the program can
+                    reach everything this machine can (your LAN, local
+                    services, cloud metadata): no isolation
   --violations FILE append every denied operation to FILE as a JSON line
                     (time, pid, comm, op, target, errno, tier); denials are
                     also summarized on stderr as "sbx: denied ..." lines
@@ -101,7 +106,7 @@ func cmdRun(args []string, s streams) int {
 		policy            = "auto"
 		violations  string
 		allowHosts  listFlag
-		netMode     = "none"
+		netMode     = "loopback"
 		help        bool
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "")
@@ -163,18 +168,16 @@ func cmdRun(args []string, s streams) int {
 	default:
 		return fail(s, fmt.Errorf("run: --tty %q: want auto, always or never", tty))
 	}
-	switch netMode {
-	case "none":
-	case "host":
+	if o.Net, err = runner.ParseNetMode(netMode); err != nil {
+		return fail(s, fmt.Errorf("run: --net %v", err))
+	}
+	if o.Net == runner.NetHost {
 		if len(allowHosts) > 0 {
-			return fail(s, errors.New("run: --allow-host needs --net none (with --net host everything is reachable)"))
+			return fail(s, errors.New("run: --allow-host needs --net loopback or none (with --net host everything is reachable)"))
 		}
-		o.HostNetwork = true
 		if !runner.Rootless() { // rootless, the run refuses --net host
 			fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
 		}
-	default:
-		return fail(s, fmt.Errorf("run: --net %q: want none or host", netMode))
 	}
 	o.AllowHosts = allowHosts
 	if o.Policy, err = runner.ParsePolicy(policy); err != nil {

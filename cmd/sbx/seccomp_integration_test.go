@@ -92,7 +92,7 @@ func TestSeccompDenyList(t *testing.T) {
 					names = append(names, e.name)
 				}
 			}
-			r := b.run(append([]string{"--", bin}, names...)...)
+			r := b.run(append([]string{"--net", "none", "--", bin}, names...)...)
 			// Rootless, the control is the user as uid 0 of user, mount
 			// and network namespaces of its own: what the program would
 			// be allowed without the filter.

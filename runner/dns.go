@@ -1,0 +1,101 @@
+package runner
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/sandbox"
+)
+
+// dnsAddr is where sbx answers DNS in a --net loopback sandbox (the
+// nameserver of egress.ResolvConf). Port 53 is below the sandbox's
+// unprivileged port range, so the program cannot take it first.
+const dnsAddr = "127.0.0.1:53"
+
+// resolvConf returns the host file sbx binds over the sandbox's
+// /etc/resolv.conf (egress.ResolvConf), kept in the state dir and written
+// when it is missing or differs.
+func resolvConf(stateDir string) (string, error) {
+	path := filepath.Join(stateDir, "resolv.conf")
+	if data, err := os.ReadFile(path); err == nil && bytes.Equal(data, []byte(egress.ResolvConf)) {
+		return path, nil
+	}
+	if err := writeResolvConf(stateDir); err != nil {
+		return "", fmt.Errorf("write resolv.conf for the sandbox: %w", err)
+	}
+	return path, nil
+}
+
+// writeResolvConf writes egress.ResolvConf to stateDir/resolv.conf through
+// a temporary file and a rename, never following a symlink.
+func writeResolvConf(stateDir string) error {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return err
+	}
+	dir, err := hostfs.OpenDir(stateDir, nil)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	tmp := "resolv.conf.tmp-" + strconv.Itoa(os.Getpid())
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(egress.ResolvConf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = dir.Rename(tmp, "resolv.conf")
+	}
+	if err != nil {
+		_ = dir.Remove(tmp)
+	}
+	return err
+}
+
+// dnsServer answers every query in the sandbox with NXDOMAIN, from sbx's
+// process, and reports each name as a denial (with the --allow-host hint).
+type dnsServer struct {
+	close  func() error
+	served chan error
+}
+
+// startDNS listens on dnsAddr in the sandbox's network namespace (root
+// only: setns) and serves it until close.
+func startDNS(sb *sandbox.Sandbox, rep *reporter, names map[string]netip.Addr) (*dnsServer, error) {
+	pc, err := egress.ListenPacketInNetns("/proc/"+strconv.Itoa(sb.Pid())+"/ns/net", dnsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox DNS: %w", err)
+	}
+	d := &dnsServer{close: pc.Close, served: make(chan error, 1)}
+	go func() {
+		lookup := func(name string) (netip.Addr, bool) { a, ok := names[name]; return a, ok }
+		d.served <- egress.ServeDNS(pc, lookup, func(name string) {
+			rep.add(gate.Violation{
+				Time: time.Now(), Op: "resolve", Target: name,
+				Errno: "NXDOMAIN", Tier: "dns", Reason: "no DNS in the sandbox",
+			})
+		})
+	}()
+	return d, nil
+}
+
+// stop ends the server.
+func (d *dnsServer) stop(log io.Writer) {
+	_ = d.close()
+	if err := <-d.served; err != nil && !errors.Is(err, os.ErrClosed) {
+		fmt.Fprintf(log, "sbx: warning: sandbox DNS: %v\n", err)
+	}
+}
