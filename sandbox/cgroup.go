@@ -38,9 +38,13 @@ func Cgroup2Dir(id string) (string, error) {
 // hierarchy and removes them; libcontainer normally does this, this is for
 // sandboxes whose state was never written.
 func removeCgroups(id string) error {
-	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", CgroupParent, id))
-	if d := filepath.Join("/sys/fs/cgroup", CgroupParent, id); isDir(d) {
-		dirs = append(dirs, d)
+	var dirs []string
+	for _, parent := range []string{CgroupParent, RootlessCgroupParent} {
+		m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", parent, id))
+		dirs = append(dirs, m...)
+		if d := filepath.Join("/sys/fs/cgroup", parent, id); isDir(d) {
+			dirs = append(dirs, d)
+		}
 	}
 	var errs []error
 	for _, d := range dirs {
@@ -84,9 +88,13 @@ const staleCgroupAge = time.Minute
 // (keyed by run dirs) cannot find. A cgroup with a process is never
 // touched: it may belong to a run of another state dir.
 func sweepCgroups() {
-	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", CgroupParent, "*"))
-	more, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", CgroupParent, "*"))
-	for _, d := range append(dirs, more...) {
+	var dirs []string
+	for _, parent := range []string{CgroupParent, RootlessCgroupParent} {
+		m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", parent, "*"))
+		n, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", parent, "*"))
+		dirs = append(append(dirs, m...), n...)
+	}
+	for _, d := range dirs {
 		if ValidID(filepath.Base(d)) != nil {
 			continue
 		}

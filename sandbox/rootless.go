@@ -4,6 +4,7 @@ import (
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
+	"os"
 )
 
 // Rootless sandboxes are built by an ordinary user, without any privilege.
@@ -47,9 +48,21 @@ func (s *Spec) rootlessConfig(cfg *configs.Config) {
 	// No cgroup the user may write: libcontainer then tolerates the
 	// permission errors of an empty path, and the program stays in the
 	// caller's cgroup. The limits become rlimits (see [RlimitLimits]).
-	cfg.Cgroups = &cgroups.Cgroup{Parent: CgroupParent, Name: s.ID, Rootless: true, Resources: &cgroups.Resources{}}
+	parent := CgroupParent
+	if os.Geteuid() == 0 {
+		// Root without CAP_SYS_ADMIN can still write cgroupfs: keep its
+		// sandboxes out of root's sbx parent, which the network wall
+		// holds for root's sandboxes (it would refuse this run's
+		// loopback sockets).
+		parent = RootlessCgroupParent
+	}
+	cfg.Cgroups = &cgroups.Cgroup{Parent: parent, Name: s.ID, Rootless: true, Resources: &cgroups.Resources{}}
 	cfg.Rlimits = append(cfg.Rlimits, s.rlimits()...)
 }
+
+// RootlessCgroupParent is where the cgroups of rootless sandboxes started
+// by root without CAP_SYS_ADMIN go, when cgroupfs lets it create them.
+const RootlessCgroupParent = CgroupParent + "-rootless"
 
 // RlimitLimits describes what the rlimit fallback of a rootless sandbox
 // without a delegated cgroup enforces, and how it is weaker than cgroups.

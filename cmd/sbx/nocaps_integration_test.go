@@ -21,9 +21,13 @@ try:
     print("socket=ok")
 except OSError as e:
     print("socket=%d" % e.errno)'`
-	r := b.host(opts{}, "setpriv", append(drop, "run", "--", "sh", "-c", script)...)
+	r := b.host(opts{}, "setpriv", append(drop, "run", "--net", "none", "--", "sh", "-c", script)...)
 	if r.code != 0 || r.stdout != "touch=1\nsocket=1\n" {
 		t.Errorf("walled rootless run: want touch=1 socket=1\n%v", r)
+	}
+	// Under the default --net loopback its own loopback works.
+	if r := b.host(opts{}, "setpriv", append(drop, "run", "--", "sh", "-c", script)...); r.code != 0 || r.stdout != "touch=1\nsocket=ok\n" {
+		t.Errorf("loopback rootless run: want touch=1 socket=ok\n%v", r)
 	}
 	if !strings.Contains(r.stderr, "root without CAP_SYS_ADMIN") {
 		t.Errorf("no word about the mode\n%v", r)
