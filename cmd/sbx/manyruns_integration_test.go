@@ -43,16 +43,32 @@ func TestMoreRunsThanRings(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	r := b.run("--net", "none", "--", "python3", "-c", `import socket
+	// Rings held by other processes (other packages' tests) may come
+	// free meanwhile: start more until a run finds none.
+	for try := 0; ; try++ {
+		r := b.run("--net", "none", "--", "python3", "-c", `import socket
 try:
     socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     print("created")
 except OSError as e:
     print(e.errno)`)
-	if r.code != 0 || strings.TrimSpace(r.stdout) != "1" {
-		t.Errorf("the run past the rings: want EPERM (1) for an inet socket\n%v", r)
-	}
-	if !strings.Contains(r.stderr, "enforced but not reported") {
-		t.Errorf("no warning that denials go unreported\n%v", r)
+		if r.code != 0 || strings.TrimSpace(r.stdout) != "1" {
+			t.Errorf("the run past the rings: want EPERM (1) for an inet socket\n%v", r)
+		}
+		if strings.Contains(r.stderr, "enforced but not reported") {
+			break
+		}
+		if try == 4 {
+			t.Fatalf("every run still found a free ring with %d sandboxes running\n%v", len(ps), r)
+		}
+		for i := 0; i < 8; i++ {
+			ps = append(ps, b.start(opts{timeout: 5 * time.Minute}, "run", "--", "sleep", marker))
+		}
+		for len(pgrep(t, "sleep "+marker)) < len(ps) {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d of %d sandboxes started", len(pgrep(t, "sleep "+marker)), len(ps))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
