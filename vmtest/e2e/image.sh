@@ -47,16 +47,28 @@ kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
 	sed -n 's/^ *Depends: \(linux-image-6\.1\.0-[0-9]*-cloud-amd64\)$/\1/p' | head -n1)
 [ -n "$kpkg" ] || die "apt knows no linux-image-6.1.0-*-cloud-amd64 (run apt-get update)"
 
-rm -rf "$dir" "$dir.tmp"
+# unmount_under DIR lazily unmounts every mount at or below DIR (an earlier
+# build killed before its cleanup leaves the chroot's /proc, /sys and /dev
+# mounted: removing the tree through them would reach the host's).
+unmount_under() {
+	local m
+	awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+		while read -r m; do umount -l "$m" || true; done
+}
+for d in "$dir" "$dir.tmp"; do
+	unmount_under "$d"
+	rm -rf --one-file-system "$d"
+done
 mkdir -p "$dir.tmp"
 tmp="$dir.tmp"
 rootfs="$tmp/root"
 mounted=()
 cleanup() {
-	local m
+	local i
 	for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
 		umount -l "${mounted[$i]}" 2>/dev/null || true
 	done
+	unmount_under "$rootfs" # debootstrap's own, if it failed midway
 }
 trap cleanup EXIT
 
@@ -78,7 +90,7 @@ chroot "$rootfs" dpkg -i /tmp/kernel.deb >"$tmp/kernel.log" 2>&1 ||
 	die "installing the kernel in the chroot failed; see $tmp/kernel.log"
 cleanup
 mounted=()
-rm -f "$rootfs/tmp/kernel.deb"
+rm -f "$rootfs/tmp/kernel.deb" "$tmp"/"$kpkg"_*.deb
 cp "$rootfs"/boot/vmlinuz-* "$tmp/vmlinuz"
 cp "$rootfs"/boot/initrd.img-* "$tmp/initrd.img"
 [ -s "$tmp/initrd.img" ] || die "no initrd was built for $kpkg"
@@ -125,7 +137,7 @@ chroot "$rootfs" apt-get clean
 log "making the disk"
 truncate -s 4G "$tmp/image.img"
 mkfs.ext4 -q -F -d "$rootfs" "$tmp/image.img" || die "mkfs.ext4 -d failed"
-rm -rf "$rootfs"
+rm -rf --one-file-system "$rootfs"
 echo "$E2E_IMAGE_VERSION $kpkg $(date -u +%FT%TZ)" >"$tmp/stamp"
 mv "$tmp" "$dir"
 log "built $dir"
