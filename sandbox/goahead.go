@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -47,14 +48,22 @@ func (s *Sandbox) AwaitShim() error {
 		return errors.New("await shim: the sandbox was not created with AwaitLSM")
 	}
 	var b [1]byte
+	_ = s.ready.SetReadDeadline(time.Now().Add(shimStartTimeout))
 	_, err := io.ReadFull(s.ready, b[:])
 	s.ready.Close()
 	s.ready = nil
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("await shim: the shim did not start within %v", shimStartTimeout)
+	}
 	if err != nil {
 		return fmt.Errorf("await shim: the sandbox's init ended before the shim ran (%w)", err)
 	}
 	return nil
 }
+
+// shimStartTimeout bounds [Sandbox.AwaitShim]: the shim starts in
+// milliseconds (seconds under an emulator); a wait this long means it hangs.
+const shimStartTimeout = time.Minute
 
 // Release tells a shim started with [ShimConfig.AwaitLSM] that the sandbox
 // is registered with the BPF LSM tier: it then proves the tier and starts
