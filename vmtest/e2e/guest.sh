@@ -8,6 +8,7 @@
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 job=/job
+echo # the firmware's last line may lack its newline
 echo "SBX-E2E: kernel $(uname -r) lsm=$(cat /sys/kernel/security/lsm) controllers=($(cat /sys/fs/cgroup/cgroup.controllers)) uptime $(cut -d' ' -f1 /proc/uptime) s"
 install -m 0755 "$job/sbx" /usr/local/bin/sbx
 start=$(date +%s)
@@ -26,6 +27,7 @@ systemd-run --quiet --machine=tester@.host --user --pipe --wait \
 	bash "$job/suite.sh" user </dev/null
 user_rc=$?
 
+echo
 echo "SBX-E2E-RESULT: rc=$((root_rc | user_rc)) root=$root_rc user=$user_rc suite=$(($(date +%s) - start))s uptime=$(cut -d' ' -f1 /proc/uptime)s"
 sync
 exit 0

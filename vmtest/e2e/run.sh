@@ -47,6 +47,9 @@ cp "$here/guest.sh" "$here/suite.sh" "$work/job/"
 truncate -s 256M "$work/job.img"
 mkfs.ext4 -q -F -d "$work/job" "$work/job.img" || die "mkfs.ext4 of the job disk failed"
 
+# failed_check matches suite.sh's line for a failed check.
+failed_check='(^|[^[:alnum:]])FAIL (root|user) '
+
 # boot LSM NAME: one guest boot with lsm=LSM ("default": none given).
 boot() {
 	local lsm=$1 name=$2 console="$logs/$2.log" append start rc
@@ -66,14 +69,17 @@ boot() {
 	local elapsed=$(($(date +%s) - start)) fail=()
 	[ "$rc" != 124 ] || fail+=("QEMU timed out after ${timeout}s")
 	[ "$rc" = 124 ] || [ "$rc" = 0 ] || fail+=("QEMU exited with status $rc")
-	grep -q '^SBX-E2E: kernel ' "$console" || fail+=("the suite never started (no 'SBX-E2E: kernel' line)")
-	grep -q '^SBX-E2E-RESULT: rc=0 ' "$console" || fail+=("no 'SBX-E2E-RESULT: rc=0' line (a check failed or the suite did not finish)")
-	! grep -q '^FAIL ' "$console" || fail+=("$(grep -c '^FAIL ' "$console") check(s) failed")
-	grep -q '^SBX-E2E-SUITE root: pass=[1-9]' "$console" || fail+=("the root suite did not report")
-	grep -q '^SBX-E2E-SUITE user: pass=[1-9]' "$console" || fail+=("the user suite did not report")
+	# The markers are matched anywhere in a line: the serial console
+	# interleaves the firmware's and the kernel's output with the guest's
+	# (a boot once ate the newline before the first marker).
+	grep -q 'SBX-E2E: kernel ' "$console" || fail+=("the suite never started (no 'SBX-E2E: kernel' line)")
+	grep -q 'SBX-E2E-RESULT: rc=0 ' "$console" || fail+=("no 'SBX-E2E-RESULT: rc=0' line (a check failed or the suite did not finish)")
+	! grep -qE "$failed_check" "$console" || fail+=("$(grep -cE "$failed_check" "$console") check(s) failed")
+	grep -q 'SBX-E2E-SUITE root: pass=[1-9][0-9]* fail=0' "$console" || fail+=("the root suite did not report a pass")
+	grep -q 'SBX-E2E-SUITE user: pass=[1-9][0-9]* fail=0' "$console" || fail+=("the user suite did not report a pass")
 	! grep -qE 'Oops|Kernel panic|BUG:|general protection fault' "$console" || fail+=("the kernel oopsed or panicked")
 	echo "e2e-vm: $name: ${elapsed}s wall; console: $console"
-	grep -E '^(SBX-E2E|FAIL|     \|)' "$console" | sed "s/^/e2e-vm:   /" || true
+	grep -E "SBX-E2E|$failed_check|^     \|" "$console" | sed "s/^/e2e-vm:   /" || true
 	if [ ${#fail[@]} -gt 0 ]; then
 		for f in "${fail[@]}"; do log "FAIL $name: $f"; done
 		return 1
