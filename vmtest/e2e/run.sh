@@ -101,5 +101,4 @@ main() {
 	fi
 	log "PASS (boots: $boots; $(($(date +%s) - start))s)"
 }
-main
-exit
+main; exit
