@@ -6,7 +6,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 
-.PHONY: all build deps demo test test-rootless fuzz vet generate generate-check bench clean vmtest escape
+.PHONY: all build deps demo test test-rootless fuzz vet generate generate-check bench clean vmtest e2e-vm escape
 
 all: build
 
@@ -33,13 +33,15 @@ demo: deps build
 
 ## test: everything CI runs: vet, generated-code check, unit, integration and
 ## escape tests, the static release binary on an old userland, a short fuzz
-## of every parser, and the BPF LSM tests under QEMU
+## of every parser, the BPF LSM tests under QEMU, and the whole program on a
+## booted Debian 12 guest (e2e-vm)
 test: deps vet generate-check build
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./...
 	$(MAKE) test-rootless
 	$(MAKE) release-check
 	$(MAKE) fuzz
 	$(MAKE) vmtest
+	$(MAKE) e2e-vm
 
 ## test-rootless: the rootless suites: run as root, they create the user
 ## sbx-rootless-test (idempotent) and run every sbx process as that user: the

@@ -70,6 +70,10 @@ enum sbx_access {
 	SBX_ACCESS_NONE = 0,
 	SBX_ACCESS_READ = 1,
 	SBX_ACCESS_WRITE = 2,
+	/* Outside the order above: the listed directory itself may be opened
+	 * for reading (listed), nothing below it; an ancestry walk passes it
+	 * by. It is the sandbox's root, which "ls /" opens. */
+	SBX_ACCESS_LIST = 3,
 };
 
 /* What kind of mount operation an SBX_OP_SB_MOUNT event was (flags). */
@@ -223,7 +227,13 @@ static long access_step(__u64 i, struct access_walk *w)
 		w->key.dev = BPF_CORE_READ(d, d_sb, s_dev);
 		w->key.ino = BPF_CORE_READ(inode, i_ino);
 		acc = bpf_map_lookup_elem(&sbx_lsm_allow, &w->key);
-		if (acc) {
+		if (acc && *acc == SBX_ACCESS_LIST) {
+			/* Step 0 is the opened file itself. */
+			if (i == 0) {
+				w->access = SBX_ACCESS_READ;
+				return 1;
+			}
+		} else if (acc) {
 			w->access = *acc;
 			return 1;
 		}
@@ -740,6 +750,15 @@ int BPF_PROG(sbx_socket_create, int family, int type, int protocol, int kern, in
 	if (v == SBX_NET_PROXIED && family == px.proxy_family && type == SOCK_STREAM &&
 	    (protocol == 0 || protocol == IPPROTO_TCP))
 		return 0;
+	/* Report the protocol the kernel will pick for 0, as the cgroup wall
+	 * does (it sees the created sock's sk_protocol), so that a denial
+	 * reads the same whichever tier refused it. */
+	if (protocol == 0 && (family == AF_INET || family == AF_INET6)) {
+		if (type == SOCK_STREAM)
+			protocol = IPPROTO_TCP;
+		else if (type == SOCK_DGRAM)
+			protocol = IPPROTO_UDP;
+	}
 	e = sbx_event_reserve(SBX_OP_SOCKET_CREATE, EPERM);
 	if (e) {
 		e->family = family;

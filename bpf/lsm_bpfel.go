@@ -19,6 +19,7 @@ const (
 	lsmSbxAccessSBX_ACCESS_NONE  lsmSbxAccess = 0
 	lsmSbxAccessSBX_ACCESS_READ  lsmSbxAccess = 1
 	lsmSbxAccessSBX_ACCESS_WRITE lsmSbxAccess = 2
+	lsmSbxAccessSBX_ACCESS_LIST  lsmSbxAccess = 3
 )
 
 type lsmSbxAllowKey struct {

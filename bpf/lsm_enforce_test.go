@@ -24,6 +24,7 @@ type lsmEnv struct {
 	ws     string
 	ro     string
 	out    string
+	list   string // list-only (AllowList), with the file list/f below
 }
 
 // newLSMEnv loads the LSM programs (private, not pinned) and registers a
@@ -41,7 +42,8 @@ func newLSMEnv(t *testing.T) *lsmEnv {
 	}
 	base := t.TempDir()
 	e.ws, e.ro, e.out = filepath.Join(base, "ws"), filepath.Join(base, "ro"), filepath.Join(base, "out")
-	for _, d := range []string{e.ws, e.ro, e.out} {
+	e.list = filepath.Join(base, "list")
+	for _, d := range []string{e.ws, e.ro, e.out, e.list} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -71,6 +73,7 @@ func newLSMEnv(t *testing.T) *lsmEnv {
 		Allow(e.ro, false).
 		Allow(e.ws, true).
 		Allow("/dev/null", true).
+		AllowList(e.list).
 		AllowFilesystem("/proc", false)
 	if err := e.lsm.AddSandbox(e.id, p); err != nil {
 		t.Fatalf("AddSandbox: %v", err)
@@ -165,6 +168,13 @@ func TestLSMEnforce(t *testing.T) {
 			return []string{"open", secret(e), "r"}
 		},
 		in: "EACCES", out: "ok", op: OpFileOpen, path: secret, errno: unix.EACCES,
+	}, {
+		name: "read below a list-only directory",
+		setup: func(t *testing.T, e *lsmEnv) []string {
+			writeFile(t, filepath.Join(e.list, "f"), "s")
+			return []string{"open", filepath.Join(e.list, "f"), "r"}
+		},
+		in: "EACCES", out: "ok", op: OpFileOpen, path: func(e *lsmEnv) string { return filepath.Join(e.list, "f") }, errno: unix.EACCES,
 	}, {
 		name: "symlink in workspace pointing out",
 		setup: func(t *testing.T, e *lsmEnv) []string {
@@ -582,5 +592,21 @@ func outsideSleeper(t *testing.T) (int, func() bool) {
 		default:
 			return true
 		}
+	}
+}
+
+// TestLSMListOnly: a list-only directory (the sandbox root, for "ls /") can
+// be opened for reading in the sandbox, while a file below it cannot (a case
+// of TestLSMEnforce) and an unlisted sibling directory cannot either.
+func TestLSMListOnly(t *testing.T) {
+	e := newLSMEnv(t)
+	if got, _ := lsmHelper(t, e.cgroup, nil, "open", e.list, "r"); got != "ok" {
+		t.Errorf("open the list-only directory %s in the sandbox: %s, want ok", e.list, got)
+	}
+	if got, _ := lsmHelper(t, e.cgroup, nil, "open", e.out, "r"); got != "EACCES" {
+		t.Errorf("open the unlisted directory %s in the sandbox: %s, want EACCES", e.out, got)
+	}
+	if got, _ := lsmHelper(t, "", nil, "open", e.out, "r"); got != "ok" {
+		t.Errorf("open %s outside the sandbox: %s, want ok", e.out, got)
 	}
 }

@@ -39,6 +39,7 @@ type fileRule struct {
 	path  string
 	write bool
 	fs    bool
+	list  bool
 }
 
 // Allow lets the sandbox open path and, if it is a directory, everything
@@ -61,6 +62,17 @@ func (p *FilePolicy) AllowFilesystem(path string, write bool) *FilePolicy {
 	return p
 }
 
+// AllowList lets the sandbox open the directory path itself for reading,
+// that is list it, and nothing below it: a file under path is allowed only
+// by a rule of its own or of a nearer directory. It is meant for the
+// sandbox's root (seen from the host as /proc/<sandbox pid>/root), so that
+// "ls /" works as under Landlock's list-only rule. A read-only or
+// read-write rule on the same directory wins over it. It returns p.
+func (p *FilePolicy) AllowList(path string) *FilePolicy {
+	p.rules = append(p.rules, fileRule{path: path, list: true})
+	return p
+}
+
 // FileRule is one compiled rule: the identity the LSM programs look up.
 type FileRule struct {
 	// Path is the rule's path as given ("pipe:" for the implicit pipe
@@ -73,6 +85,8 @@ type FileRule struct {
 	Ino uint64
 	// Write is true for read-write, false for read-only.
 	Write bool
+	// List is true for a list-only rule ([FilePolicy.AllowList]).
+	List bool
 }
 
 // key is the sbx_lsm_allow key of the rule for the sandbox.
@@ -82,6 +96,9 @@ func (r FileRule) key(sandbox uint64) lsmSbxAllowKey {
 
 // access is the sbx_lsm_allow value of the rule.
 func (r FileRule) access() uint32 {
+	if r.List {
+		return uint32(lsmSbxAccessSBX_ACCESS_LIST)
+	}
 	if r.Write {
 		return uint32(lsmSbxAccessSBX_ACCESS_WRITE)
 	}
@@ -109,6 +126,7 @@ func (p *FilePolicy) Compile() ([]FileRule, error) {
 		k := [2]uint64{uint64(r.Dev), r.Ino}
 		if i, ok := seen[k]; ok {
 			out[i].Write = out[i].Write || r.Write
+			out[i].List = out[i].List && r.List
 			return
 		}
 		seen[k] = len(out)
@@ -134,7 +152,7 @@ func compileRule(rule fileRule, mounts map[uint64]uint32) (FileRule, error) {
 		return FileRule{}, fmt.Errorf("allow %q: not an absolute path", rule.path)
 	}
 	var st unix.Statx_t
-	err := unix.Statx(unix.AT_FDCWD, rule.path, 0, unix.STATX_INO|unix.STATX_MNT_ID, &st)
+	err := unix.Statx(unix.AT_FDCWD, rule.path, 0, unix.STATX_INO|unix.STATX_TYPE|unix.STATX_MNT_ID, &st)
 	if err != nil {
 		return FileRule{}, fmt.Errorf("allow %s: %w", rule.path, &os.PathError{Op: "statx", Path: rule.path, Err: err})
 	}
@@ -144,7 +162,10 @@ func compileRule(rule fileRule, mounts map[uint64]uint32) (FileRule, error) {
 			dev = d
 		}
 	}
-	r := FileRule{Path: rule.path, Dev: dev, Ino: st.Ino, Write: rule.write}
+	r := FileRule{Path: rule.path, Dev: dev, Ino: st.Ino, Write: rule.write, List: rule.list}
+	if rule.list && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return FileRule{}, fmt.Errorf("allow listing %s: not a directory", rule.path)
+	}
 	if rule.fs {
 		r.Ino = 0
 	}

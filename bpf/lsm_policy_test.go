@@ -75,6 +75,22 @@ func TestFilePolicyCompile(t *testing.T) {
 		build: func(p *FilePolicy) { p.AllowFilesystem(sys, false).Allow(sys, true) },
 		want:  func() []FileRule { return []FileRule{statRule(t, sys, false, true), statRule(t, sys, true, false)} },
 	}, {
+		name:  "a list-only rule",
+		build: func(p *FilePolicy) { p.AllowList(ws) },
+		want: func() []FileRule {
+			r := statRule(t, ws, false, false)
+			r.List = true
+			return []FileRule{r}
+		},
+	}, {
+		name:  "a read rule on the same directory wins over list-only",
+		build: func(p *FilePolicy) { p.AllowList(ws).Allow(ws, false) },
+		want:  func() []FileRule { return []FileRule{statRule(t, ws, false, false)} },
+	}, {
+		name:  "list-only needs a directory",
+		build: func(p *FilePolicy) { p.AllowList(file) },
+		err:   "not a directory",
+	}, {
 		name:  "relative path",
 		build: func(p *FilePolicy) { p.Allow("ws", true) },
 		err:   `allow "ws": not an absolute path`,

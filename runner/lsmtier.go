@@ -47,6 +47,10 @@ func lsmPolicy(spec *sandbox.Spec, pid1 int) bpf.FilePolicy {
 	}
 	p.Allow(spec.Workspace, spec.Write)
 	p.Allow(spec.Home, true)
+	// The root itself, listed but not opened below: "ls /" works as on
+	// the Landlock tier, and a file on the root filesystem outside the
+	// set (the shim at /.sbx/sbx) stays refused.
+	p.AllowList(root)
 	p.AllowFilesystem(filepath.Join(root, "proc"), false)
 	p.AllowFilesystem(filepath.Join(root, "tmp"), true)
 	p.AllowFilesystem(filepath.Join(root, "dev"), true)

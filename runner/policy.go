@@ -60,15 +60,21 @@ func selectTiers(p Policy, stateDir string, rootless bool) (tiers, error) {
 		lsmErr = cachedLSMProbe(stateDir)
 	}
 	t := tiers{landlock: llErr == nil, bpfLSM: lsmErr == nil}
+	// A demanded tier is the run's only file tier: --policy landlock runs
+	// without the BPF LSM (the probe alone must not add it), and --policy
+	// bpf without Landlock, so that each tier can be chosen, and proven,
+	// on its own. auto stacks every tier the host offers.
 	switch p {
 	case PolicyLandlock:
 		if llErr != nil {
 			return t, fmt.Errorf("--policy landlock: %w", llErr)
 		}
+		t.bpfLSM = false
 	case PolicyBPF:
 		if lsmErr != nil {
 			return t, fmt.Errorf("--policy bpf: %w", lsmErr)
 		}
+		t.landlock = false
 	default:
 		if llErr != nil && lsmErr != nil {
 			return t, fmt.Errorf("no file tier available, refusing to run unconfined: %v; %v", llErr, lsmErr)

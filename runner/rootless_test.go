@@ -75,6 +75,31 @@ func TestSelectTiersRootless(t *testing.T) {
 	}
 }
 
+// TestSelectTiersDemanded: a demanded tier is the run's only file tier,
+// whatever else the host offers (--policy landlock used to keep the BPF LSM
+// tier whenever the probe passed).
+func TestSelectTiersDemanded(t *testing.T) {
+	if _, err := sandbox.LandlockABI(); err != nil {
+		t.Skipf("kernel lacks Landlock: %v", err)
+	}
+	saved := lsmProbe
+	defer func() { lsmProbe = saved }()
+	lsmProbe = func() error { return nil } // as on a host that allows BPF LSM
+	for _, tc := range []struct {
+		p             Policy
+		landlock, lsm bool
+	}{
+		{PolicyAuto, true, true},
+		{PolicyLandlock, true, false},
+		{PolicyBPF, false, true},
+	} {
+		tr, err := selectTiers(tc.p, t.TempDir(), false)
+		if err != nil || tr.landlock != tc.landlock || tr.bpfLSM != tc.lsm {
+			t.Errorf("--policy %s: %+v, %v; want landlock=%v bpfLSM=%v", tc.p, tr, err, tc.landlock, tc.lsm)
+		}
+	}
+}
+
 func TestPrivateDir(t *testing.T) {
 	base := t.TempDir()
 	d := filepath.Join(base, "sbx")

@@ -155,6 +155,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 				return res, err
 			}
 			defer lsm.close()
+			spec.Shim.AwaitLSM = true // registered after Exec, see below
 		}
 		spec.AllowInetSockets = true // the wall denies them, and reports it
 	}
@@ -243,11 +244,6 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		}
 		defer dns.stop(o.Log)
 	}
-	if lsm != nil {
-		if err := lsm.add(spec, sb.CgroupPaths()[""], sb.Pid(), netPolicy); err != nil {
-			return res, err
-		}
-	}
 	var copied chan struct{}
 	if term != nil {
 		copied = term.attach(sb.Console(), o.Stdout)
@@ -258,6 +254,21 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	}
 	if err := sb.Exec(); err != nil {
 		return res, err
+	}
+	if lsm != nil {
+		// Only once the shim runs (libcontainer's init is gone) is the
+		// sandbox registered with the BPF LSM tier; the shim holds the
+		// program back until Release and proves the tier first (see
+		// sandbox/goahead.go).
+		if err := sb.AwaitShim(); err != nil {
+			return res, err
+		}
+		if err := lsm.add(spec, sb.CgroupPaths()[""], sb.Pid(), netPolicy); err != nil {
+			return res, err
+		}
+		if err := sb.Release(); err != nil {
+			return res, err
+		}
 	}
 	waited := make(chan int, 1)
 	waitErr := make(chan error, 1)

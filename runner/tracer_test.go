@@ -86,6 +86,14 @@ func TestReporterTracerEvents(t *testing.T) {
 			want: []string{"open /.sbx/sbx landlock EACCES"},
 		},
 		{
+			name: "shim's BPF LSM canary left out",
+			events: []bpf.Event{
+				{Op: bpf.OpFileOpen, PID: 1000, Comm: "sbx", Errno: unix.EACCES, Path: "/.sbx/sbx"},
+				{Op: bpf.OpFileOpen, PID: 7, Comm: "cat", Errno: unix.EACCES, Path: "/.sbx/sbx"},
+			},
+			want: []string{"open /.sbx/sbx bpf EACCES"},
+		},
+		{
 			name: "LSM duplicate dropped",
 			events: []bpf.Event{
 				{Op: bpf.OpFileOpen, PID: 7, Comm: "sh", Errno: unix.EACCES, Path: "/etc/x"},

@@ -202,6 +202,9 @@ func (r *reporter) addEvent(e bpf.Event, tier string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e.Op != bpf.OpSyscall {
+		if e.PID == r.shimPID && r.shimPID != 0 {
+			return // the shim's own: its BPF LSM canary
+		}
 		if e.Op >= bpf.OpFileOpen { // the LSM tier's
 			if r.lastFile == nil {
 				r.lastFile = map[uint32]bpf.Event{}

@@ -39,6 +39,9 @@ type Sandbox struct {
 	// owner is the run dir's owner record, flock'ed while the sandbox
 	// lives (see ownerAlive).
 	owner *os.File
+	// ready is the read end of the pipe on which a shim started with
+	// ShimConfig.AwaitLSM says that it runs (see goahead.go).
+	ready *os.File
 	state *libcontainer.State
 	// shimSignal is what the shim died of, if it did (see Wait).
 	shimSignal syscall.Signal
@@ -130,6 +133,16 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 		}
 		shimCfg.UserNS = &UserNS{UID: spec.UID, GID: spec.GID}
 	}
+	extra := []*os.File{lifeR}
+	if shimCfg.AwaitLSM {
+		readyW, err := s.readyPipe()
+		if err != nil {
+			return nil, err
+		}
+		defer readyW.Close() // the shim's copy stays; EOF when it dies
+		extra = append(extra, readyW)
+		shimCfg.ReadyFD = 4
+	}
 	sabotage(cfg, &shimCfg)
 	c, err := libcontainer.Create(dirs.lcRoot(), spec.ID, cfg)
 	if err != nil {
@@ -154,8 +167,9 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 		Cwd:  spec.Cwd,
 		UID:  uid, GID: gid,
 		Init: true,
-		// fd 3 in the sandbox, closed by the shim before the program runs.
-		ExtraFiles: []*os.File{lifeR},
+		// fd 3 (and 4) in the sandbox, closed by the shim before the
+		// program runs.
+		ExtraFiles: extra,
 	}
 	var consoleSock *os.File
 	if spec.Terminal {
@@ -289,6 +303,10 @@ func (s *Sandbox) Destroy() error {
 	if s.console != nil {
 		s.console.Close()
 		s.console = nil
+	}
+	if s.ready != nil {
+		s.ready.Close()
+		s.ready = nil
 	}
 	if s.lifeline != nil {
 		s.lifeline.Close()

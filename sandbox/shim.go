@@ -50,6 +50,12 @@ type ShimConfig struct {
 	// Nested tells the exec step that it runs in a user namespace of its
 	// own (not the fallback).
 	Nested bool `json:"nested,omitempty"`
+	// AwaitLSM makes the shim wait for [Sandbox.Release] and then prove
+	// the BPF LSM tier before anything else (see goahead.go).
+	AwaitLSM bool `json:"awaitLSM,omitempty"`
+	// ReadyFD is, with AwaitLSM, the write end of a pipe on which the
+	// shim tells sbx that it runs (libcontainer's init is gone).
+	ReadyFD int `json:"readyFD,omitempty"`
 }
 
 // The proofs of ShimConfig.NetCanary.
@@ -110,6 +116,11 @@ func RunShim(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sbx: shim: %v\n", err)
 		return 125
+	}
+	if cfg.AwaitLSM {
+		if code := awaitRelease(cfg.ReadyFD, cfg.LifelineFD); code != 0 {
+			return code
+		}
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)

@@ -15,3 +15,19 @@ vmtest:
 
 vmtest-clean:
 	rm -rf $(VMTEST_DIR)/.cache
+
+# make e2e-vm: the whole program on a stock Debian 12 system (systemd,
+# cgroup2 only, the 6.1 cloud kernel) under QEMU: vmtest/e2e/run.sh boots
+# the cached guest (built once by vmtest/e2e/image.sh, needs root and the
+# network) with lsm=landlock,lockdown,capability,bpf and with the kernel's
+# default LSM list, and runs vmtest/e2e/suite.sh with bin/sbx as root and
+# as a user with systemd delegation. Settings: E2E_BOOTS, E2E_TIMEOUT,
+# E2E_SBX, E2E_LOGS, E2E_CACHE; see vmtest/e2e/run.sh.
+export E2E_BOOTS E2E_TIMEOUT E2E_SBX E2E_LOGS E2E_CACHE
+
+.PHONY: e2e-vm e2e-vm-image
+e2e-vm: build
+	bash $(VMTEST_DIR)/e2e/run.sh
+
+e2e-vm-image:
+	bash $(VMTEST_DIR)/e2e/image.sh

@@ -21,8 +21,9 @@ const doctorUsage = `Usage: sbx doctor [--apparmor-profile]
 
 Checks, on this host, every mechanism sbx builds on and says which tiers
 "sbx run" would use, as the user who runs it (with root, or rootless).
-Exit status 0 only when sbx can enforce both the file and the network
-policy.
+It then runs "true" in a real sandbox with every tier "sbx run" would
+pick, and reports that run's verdict. Exit status 0 only when that run
+succeeded, so sbx can enforce both the file and the network policy.
 
   --apparmor-profile  print the AppArmor profile that lets this sbx binary
                       create user namespaces (Ubuntu 23.10+), to install as
@@ -106,6 +107,15 @@ func cmdDoctor(args []string, s streams) int {
 		fmt.Fprintln(s.out, "verdict:       sbx run would refuse to run here (see the missing lines above)")
 		return 1
 	}
+	// The probes above only say what the host offers; a real run proves
+	// that sbx works with it. Never claim more than that run showed.
+	info, err := canaryRun()
+	if err != nil {
+		fmt.Fprintf(s.out, "canary run:    failed: %v\n", err)
+		fmt.Fprintln(s.out, "verdict:       sbx run fails here although the mechanisms are present (see the canary run)")
+		return 1
+	}
+	fmt.Fprintf(s.out, "canary run:    ok: %s\n", info)
 	fmt.Fprintln(s.out, "verdict:       sbx run can enforce files and network here")
 	return 0
 }

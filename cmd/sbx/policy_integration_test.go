@@ -1102,6 +1102,34 @@ func TestCanarySabotage(t *testing.T) {
 	}
 }
 
+// TestDoctorCanaryRun: doctor's verdict is that of a real run. With the
+// Landlock policy sabotaged (its canary then fails), the probes still all
+// pass, but doctor must report the failed canary run and exit 1, never
+// "can enforce"; the same build without sabotage says ok.
+func TestDoctorCanaryRun(t *testing.T) {
+	b := newBox(t)
+	if rootless() {
+		t.Skip("the sabotaged build is exercised as root (the rootless canary run is TestRootlessDoctor's)")
+	}
+	bin := sabotagedBin(t, b.tempDir())
+	for _, sabotage := range []string{"landlock", ""} {
+		p := b.startCmd(opts{env: []string{"SBX_TEST_SABOTAGE=" + sabotage}}, bin, "doctor")
+		r := p.wait()
+		if sabotage == "" {
+			if r.code != 0 || !strings.Contains(r.stdout, "canary run:    ok") || !strings.Contains(r.stdout, "verdict:       sbx run can enforce") {
+				t.Errorf("control: doctor must pass its canary run\n%v", r)
+			}
+			continue
+		}
+		if r.code != 1 || !strings.Contains(r.stdout, "canary run:    failed") || !strings.Contains(r.stdout, "file policy is not enforced") {
+			t.Errorf("sabotaged landlock: want exit 1 and the failed canary run with its reason\n%v", r)
+		}
+		if strings.Contains(r.stdout, "can enforce") {
+			t.Errorf("sabotaged landlock: doctor claims sbx can enforce\n%v", r)
+		}
+	}
+}
+
 // doctorLine is one "NAME  STATE  DETAIL" line of sbx doctor.
 var doctorLine = regexp.MustCompile(`^(\S+(?: \S+)*)\s{2,}(ok|missing)\b\s*(.*)$`)
 
@@ -1172,6 +1200,9 @@ func TestDoctorReport(t *testing.T) {
 		t.Errorf("denial tracer: %s %q, want missing, saying what is not reported (%v)", state["denial tracer"], detail["denial tracer"], trErr)
 	}
 	for _, want := range []string{"file tiers:    landlock", "verdict:       sbx run can enforce files and network here"} {
+		if !strings.Contains(r.stdout, "canary run:    ok: ") {
+			t.Errorf("doctor output lacks its canary run's verdict\n%s", r.stdout)
+		}
 		if lsmErr == nil && strings.HasPrefix(want, "file tiers") {
 			want = "file tiers:    bpf lsm, landlock"
 		}
