@@ -18,6 +18,9 @@ step "$SBX" run -- sh -c 'echo nope >out2.txt'
 step "$SBX" run -- cat "$secret"
 step "$SBX" run -- ls /run /var
 step "$SBX" run -- touch /usr/bin/evil
+# The sandbox's loopback is its own (the host's sshd is not there); beyond
+# it, the network wall refuses and reports.
 step "$SBX" run -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 22), 1)'
+step "$SBX" run -- python3 -c 'import socket; socket.create_connection(("192.0.2.1", 80), 1)'
 step "$SBX" run --timeout 1s -- sleep 10
 exit 0
