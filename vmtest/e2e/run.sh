@@ -87,8 +87,9 @@ boot() {
 	log "PASS $name"
 }
 
-# main boots once per LSM list. (A function, so that bash has read the whole
-# script before it runs: editing it during a run cannot derail the run.)
+# main boots once per LSM list. (A function called as "main; exit" on one
+# line: bash has then read all it will ever run, so editing the script
+# during a run cannot derail it; the function alone was not enough.)
 main() {
 	local failed=() lsm name start
 	start=$(date +%s)
