@@ -46,15 +46,11 @@ type Dir struct {
 // ErrReplaced). If want is not nil, the directory must be that file.
 // Mount points along p are allowed (p is a host path, not a sandbox tree).
 func OpenDir(p string, want *FileID) (*Dir, error) {
-	if !filepath.IsAbs(p) {
-		return nil, fmt.Errorf("open %s: not an absolute path", p)
-	}
-	fd, err := openat2(unix.AT_FDCWD, filepath.Clean(p), unix.O_RDONLY|unix.O_DIRECTORY, 0,
-		unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
+	f, err := OpenPath(p, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+		return nil, err
 	}
-	d := &Dir{f: os.NewFile(uintptr(fd), p), name: p}
+	d := &Dir{f: f, name: p}
 	if want != nil {
 		if err := d.check(*want); err != nil {
 			d.Close()
@@ -62,6 +58,21 @@ func OpenDir(p string, want *FileID) (*Dir, error) {
 		}
 	}
 	return d, nil
+}
+
+// OpenPath opens the absolute path p with flags (O_CLOEXEC added) without
+// following a symlink in any component, the last one included (ELOOP), as
+// OpenDir does.
+func OpenPath(p string, flags int) (*os.File, error) {
+	if !filepath.IsAbs(p) {
+		return nil, fmt.Errorf("open %s: not an absolute path", p)
+	}
+	fd, err := openat2(unix.AT_FDCWD, filepath.Clean(p), flags, 0,
+		unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return os.NewFile(uintptr(fd), p), nil
 }
 
 // check fails with ErrReplaced unless d is want.

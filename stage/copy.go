@@ -39,21 +39,12 @@ func (e *skipError) Error() string { return e.reason }
 func skipf(format string, a ...any) error { return &skipError{fmt.Sprintf(format, a...)} }
 
 // openSource opens the resolved (symlink-free) host path p for reading
-// without following any symlink, so a component swapped for a symlink after
+// without following any symlink in any component (hostfs.OpenPath, also
+// on kernels without openat2), so a component swapped for a symlink after
 // resolution fails instead of redirecting the read. O_NONBLOCK keeps a FIFO
 // swapped in from blocking the open.
 func openSource(p string) (*os.File, error) {
-	const flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: flags, Resolve: unix.RESOLVE_NO_SYMLINKS})
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		// Kernels before 5.6, or a seccomp filter refusing openat2: the last
-		// component is still opened without following a symlink.
-		fd, err = unix.Open(p, flags, 0)
-	}
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	return os.NewFile(uintptr(fd), p), nil
+	return hostfs.OpenPath(p, unix.O_RDONLY|unix.O_NONBLOCK)
 }
 
 // statRecord fills the host-side fields of a record from fi.
