@@ -67,7 +67,12 @@ type hostPolicy struct {
 }
 
 func newHostPolicy(stateDir, userHome string) (hostPolicy, error) {
-	mounts, err := mountinfo.GetMounts(nil)
+	types := make([]string, 0, len(pseudoFS))
+	for t := range pseudoFS {
+		types = append(types, t)
+	}
+	// Only the pseudo-filesystem mounts are kept (check asks for no other).
+	mounts, err := mountinfo.GetMounts(mountinfo.FSTypeFilter(types...))
 	if err != nil {
 		return hostPolicy{}, fmt.Errorf("read the mount table: %w", err)
 	}

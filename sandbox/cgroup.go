@@ -58,18 +58,26 @@ func removeCgroups(id string) error {
 func killAndRemove(dir string) error {
 	var err error
 	for i := 0; i < 50; i++ {
-		data, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		for _, l := range strings.Fields(string(data)) {
-			if pid, e := strconv.Atoi(l); e == nil {
-				_ = unix.Kill(pid, unix.SIGKILL)
-			}
-		}
+		killProcs(dir)
 		if err = unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("remove cgroup %s: %w", dir, err)
+}
+
+// killProcs sends SIGKILL to every process listed in the cgroup dir's
+// cgroup.procs and reports whether there was none.
+func killProcs(dir string) (empty bool) {
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	pids := strings.Fields(string(data))
+	for _, l := range pids {
+		if pid, e := strconv.Atoi(l); e == nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+	}
+	return err != nil || len(pids) == 0
 }
 
 func isDir(p string) bool {

@@ -137,16 +137,7 @@ func killCgroup(d string) {
 	if err := os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0); err == nil {
 		return
 	}
-	for i := 0; i < 20; i++ {
-		data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-		if err != nil || len(strings.TrimSpace(string(data))) == 0 {
-			return
-		}
-		for _, l := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(l); err == nil {
-				_ = unix.Kill(pid, unix.SIGKILL)
-			}
-		}
+	for i := 0; i < 20 && !killProcs(d); i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
