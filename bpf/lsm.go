@@ -393,25 +393,16 @@ func (l *LSM) AddSandbox(cgroupID uint64, policy FilePolicy) error {
 // sends to loopback addresses on sockets of the task's own network
 // namespace. Call it before the run's first task starts.
 func (l *LSM) AllowNet(cgroupID uint64, p Policy) error {
-	var v lsmSbxSandbox
-	if p.Proxy.IsValid() {
-		a := p.Proxy.Addr()
-		if a.Is4In6() || a.Zone() != "" || a.IsUnspecified() || p.Proxy.Port() == 0 {
-			return fmt.Errorf("allow proxy %s: want a plain IPv4 or IPv6 address and a port", p.Proxy)
-		}
-		v.Flags |= uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_PROXY)
-		v.ProxyFamily = afInet
-		if a.Is6() {
-			v.ProxyFamily = afInet6
-		}
-		copy(v.ProxyAddr[:], a.AsSlice())
-		v.ProxyPort = p.Proxy.Port()
+	e, err := p.Compile()
+	if err != nil {
+		return err
 	}
-	if p.HostNetwork {
-		v.Flags |= uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_NET)
-	}
-	if p.Loopback {
-		v.Flags |= uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_LOOPBACK)
+	// The LSM tier's entry has no namespace cookie (see lsm.c).
+	v := lsmSbxSandbox{
+		Flags:       uint32(e.Flags),
+		ProxyFamily: e.ProxyFamily,
+		ProxyAddr:   e.ProxyAddr,
+		ProxyPort:   e.ProxyPort,
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -1,11 +1,12 @@
 package bpf
 
 import (
+	"github.com/sbx-sandbox/sbx/policy"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -383,50 +384,23 @@ func (n *Net) PinDir() string { return n.dir }
 // reusing pins.
 func (n *Net) Loaded() bool { return n.loaded }
 
-// Policy holds the exceptions one run gets. The zero value grants none.
-type Policy struct {
-	// Proxy, if valid, is the one TCP endpoint the run may connect to: its
-	// tasks may create TCP sockets of the proxy's family and connect them to
-	// exactly this address and port. Everything else stays denied.
-	Proxy netip.AddrPort
-	// HostNetwork lifts the wall for the run: every inet socket, connect,
-	// send and bind is allowed (a run that shares the host's network, with
-	// no isolation to protect). Proxy is then moot.
-	HostNetwork bool
-	// Loopback lets the run create inet sockets of every type, bind them,
-	// and connect and send to loopback addresses (127.0.0.0/8, ::1), in
-	// its own network namespace only: the sandbox talking to itself.
-	// Every other destination stays denied and reported.
-	Loopback bool
-	// NetnsCookie is the run's network namespace (SO_NETNS_COOKIE, see
-	// [NetnsCookie]) that Loopback is limited to; 0 on kernels that cannot
-	// tell it (before Linux 5.14): any namespace but the host's.
-	NetnsCookie uint64
-}
+// Policy holds the exceptions one run gets (see [policy.WallRules]). The
+// zero value grants none.
+type Policy = policy.WallRules
 
 // Allow grants the run whose cgroup id is cgroupID the exceptions in p,
 // replacing any it had. Call it before the run's first task starts.
 func (n *Net) Allow(cgroupID uint64, p Policy) error {
-	var v netSbxNetPolicy
-	if p.Proxy.IsValid() {
-		a := p.Proxy.Addr()
-		if a.Is4In6() || a.Zone() != "" || a.IsUnspecified() || p.Proxy.Port() == 0 {
-			return fmt.Errorf("allow proxy %s: want a plain IPv4 or IPv6 address and a port", p.Proxy)
-		}
-		v.Flags |= uint32(netSbxNetFlagSBX_NET_ALLOW_PROXY)
-		v.ProxyFamily = afInet
-		if a.Is6() {
-			v.ProxyFamily = afInet6
-		}
-		copy(v.ProxyAddr[:], a.AsSlice())
-		v.ProxyPort = p.Proxy.Port()
+	e, err := p.Compile()
+	if err != nil {
+		return err
 	}
-	if p.HostNetwork {
-		v.Flags |= uint32(netSbxNetFlagSBX_NET_ALLOW_ALL)
-	}
-	if p.Loopback {
-		v.Flags |= uint32(netSbxNetFlagSBX_NET_ALLOW_LOOPBACK)
-		v.NetnsCookie = p.NetnsCookie
+	v := netSbxNetPolicy{
+		Flags:       uint32(e.Flags),
+		ProxyFamily: e.ProxyFamily,
+		ProxyAddr:   e.ProxyAddr,
+		ProxyPort:   e.ProxyPort,
+		NetnsCookie: e.NetnsCookie,
 	}
 	if err := n.maps[netMapSbxNetSandboxes].Put(cgroupID, &v); err != nil {
 		return fmt.Errorf("allow run %d: %w", cgroupID, err)

@@ -1,11 +1,14 @@
 package bpf
 
-import "golang.org/x/sys/unix"
+import (
+	"github.com/sbx-sandbox/sbx/policy"
+	"golang.org/x/sys/unix"
+)
 
 // traceSyscalls is what the tracer watches, by x86_64 syscall number:
 // the file operations Landlock and the read-only mounts refuse, the socket
-// calls, and seccomp's deny list (sandbox/seccomp.go; a runner test checks
-// the two agree). Argument indexes are 1-based.
+// calls, and seccomp's deny list (policy.SeccompDenied, added by init).
+// Argument indexes are 1-based.
 var traceSyscalls = map[uint32]traceSyscall{
 	// Opens. Flags are shown for the write hint (O_WRONLY, O_RDWR, O_CREAT).
 	// EPERM: seccomp's refusal of a set-id mode (mode: its argument).
@@ -50,45 +53,62 @@ var traceSyscalls = map[uint32]traceSyscall{
 	unix.SYS_BIND:    {name: "bind", op: "bind", class: classSocket, sys: traceSys(bitEPERM|bitEACCES, tkSockaddr, 0, 0, 0, 0, 0, 2)},
 	unix.SYS_SENDTO:  {name: "sendto", op: "sendmsg", class: classSocket, sys: traceSys(bitEPERM|bitEACCES, tkSockaddr, 0, 0, 0, 0, 0, 5)},
 	unix.SYS_SENDMSG: {name: "sendmsg", op: "sendmsg", class: classSocket, sys: traceSys(bitEPERM|bitEACCES, tkMsghdr, 0, 0, 0, 0, 0, 2)},
-
-	// seccomp's refusals with arguments: EPERM only.
-	unix.SYS_CLONE:       seccompSys("clone", 1),
-	unix.SYS_UNSHARE:     seccompSys("unshare", 1),
-	unix.SYS_IOCTL:       seccompSys("ioctl", 2),
-	unix.SYS_PERSONALITY: seccompSys("personality", 1),
 }
 
-// seccompDenied are the syscalls of seccomp's deny list (sandbox/seccomp.go)
-// that exist on x86_64; they are reported by name when they fail with
-// EPERM.
-var seccompDenied = map[uint32]string{
-	unix.SYS_MOUNT: "mount", unix.SYS_UMOUNT2: "umount2", unix.SYS_PIVOT_ROOT: "pivot_root", unix.SYS_CHROOT: "chroot",
-	unix.SYS_FSOPEN: "fsopen", unix.SYS_FSCONFIG: "fsconfig", unix.SYS_FSMOUNT: "fsmount", unix.SYS_FSPICK: "fspick",
-	unix.SYS_MOVE_MOUNT: "move_mount", unix.SYS_OPEN_TREE: "open_tree", unix.SYS_MOUNT_SETATTR: "mount_setattr",
-	unix.SYS_PTRACE: "ptrace", unix.SYS_PROCESS_VM_READV: "process_vm_readv", unix.SYS_PROCESS_VM_WRITEV: "process_vm_writev",
-	unix.SYS_BPF: "bpf", unix.SYS_PERF_EVENT_OPEN: "perf_event_open", unix.SYS_LOOKUP_DCOOKIE: "lookup_dcookie", unix.SYS_SYSLOG: "syslog",
-	unix.SYS_KEYCTL: "keyctl", unix.SYS_ADD_KEY: "add_key", unix.SYS_REQUEST_KEY: "request_key",
-	unix.SYS_KEXEC_LOAD: "kexec_load", unix.SYS_KEXEC_FILE_LOAD: "kexec_file_load",
-	unix.SYS_INIT_MODULE: "init_module", unix.SYS_FINIT_MODULE: "finit_module", unix.SYS_DELETE_MODULE: "delete_module",
-	unix.SYS_CREATE_MODULE: "create_module", unix.SYS_GET_KERNEL_SYMS: "get_kernel_syms", unix.SYS_QUERY_MODULE: "query_module",
-	unix.SYS_OPEN_BY_HANDLE_AT: "open_by_handle_at", unix.SYS_NAME_TO_HANDLE_AT: "name_to_handle_at",
-	unix.SYS_IO_URING_SETUP: "io_uring_setup", unix.SYS_IO_URING_ENTER: "io_uring_enter", unix.SYS_IO_URING_REGISTER: "io_uring_register",
-	unix.SYS_USERFAULTFD: "userfaultfd", unix.SYS_SETNS: "setns",
-	unix.SYS_SWAPON: "swapon", unix.SYS_SWAPOFF: "swapoff", unix.SYS_REBOOT: "reboot", unix.SYS_ACCT: "acct",
-	unix.SYS_QUOTACTL: "quotactl", unix.SYS_QUOTACTL_FD: "quotactl_fd", unix.SYS_VHANGUP: "vhangup",
-	unix.SYS_SETTIMEOFDAY: "settimeofday", unix.SYS_CLOCK_SETTIME: "clock_settime",
-	unix.SYS_IOPL: "iopl", unix.SYS_IOPERM: "ioperm", unix.SYS_NFSSERVCTL: "nfsservctl", unix.SYS_USELIB: "uselib",
-	unix.SYS_SYSFS: "sysfs", unix.SYS__SYSCTL: "_sysctl", unix.SYS_USTAT: "ustat",
+// sysNumbers are the x86_64 numbers of the syscalls seccomp refuses (the
+// ABI's facts, not a policy): the tracer's entries for them are derived
+// from policy.SeccompDenied and policy.SeccompArgDenied, so the deny list
+// is written once. A name of the policy that x86_64 does not have is
+// missing here on purpose, and lands in [SeccompAbsent].
+var sysNumbers = map[string]uint32{
+	"mount": unix.SYS_MOUNT, "umount2": unix.SYS_UMOUNT2, "pivot_root": unix.SYS_PIVOT_ROOT, "chroot": unix.SYS_CHROOT,
+	"fsopen": unix.SYS_FSOPEN, "fsconfig": unix.SYS_FSCONFIG, "fsmount": unix.SYS_FSMOUNT, "fspick": unix.SYS_FSPICK,
+	"move_mount": unix.SYS_MOVE_MOUNT, "open_tree": unix.SYS_OPEN_TREE, "mount_setattr": unix.SYS_MOUNT_SETATTR,
+	"ptrace": unix.SYS_PTRACE, "process_vm_readv": unix.SYS_PROCESS_VM_READV, "process_vm_writev": unix.SYS_PROCESS_VM_WRITEV,
+	"bpf": unix.SYS_BPF, "perf_event_open": unix.SYS_PERF_EVENT_OPEN, "lookup_dcookie": unix.SYS_LOOKUP_DCOOKIE, "syslog": unix.SYS_SYSLOG,
+	"keyctl": unix.SYS_KEYCTL, "add_key": unix.SYS_ADD_KEY, "request_key": unix.SYS_REQUEST_KEY,
+	"kexec_load": unix.SYS_KEXEC_LOAD, "kexec_file_load": unix.SYS_KEXEC_FILE_LOAD,
+	"init_module": unix.SYS_INIT_MODULE, "finit_module": unix.SYS_FINIT_MODULE, "delete_module": unix.SYS_DELETE_MODULE,
+	"create_module": unix.SYS_CREATE_MODULE, "get_kernel_syms": unix.SYS_GET_KERNEL_SYMS, "query_module": unix.SYS_QUERY_MODULE,
+	"open_by_handle_at": unix.SYS_OPEN_BY_HANDLE_AT, "name_to_handle_at": unix.SYS_NAME_TO_HANDLE_AT,
+	"io_uring_setup": unix.SYS_IO_URING_SETUP, "io_uring_enter": unix.SYS_IO_URING_ENTER, "io_uring_register": unix.SYS_IO_URING_REGISTER,
+	"userfaultfd": unix.SYS_USERFAULTFD, "setns": unix.SYS_SETNS,
+	"swapon": unix.SYS_SWAPON, "swapoff": unix.SYS_SWAPOFF, "reboot": unix.SYS_REBOOT, "acct": unix.SYS_ACCT,
+	"quotactl": unix.SYS_QUOTACTL, "quotactl_fd": unix.SYS_QUOTACTL_FD, "vhangup": unix.SYS_VHANGUP,
+	"settimeofday": unix.SYS_SETTIMEOFDAY, "clock_settime": unix.SYS_CLOCK_SETTIME,
+	"iopl": unix.SYS_IOPL, "ioperm": unix.SYS_IOPERM, "nfsservctl": unix.SYS_NFSSERVCTL, "uselib": unix.SYS_USELIB,
+	"sysfs": unix.SYS_SYSFS, "_sysctl": unix.SYS__SYSCTL, "ustat": unix.SYS_USTAT,
+	// Refused for some arguments only.
+	"clone": unix.SYS_CLONE, "unshare": unix.SYS_UNSHARE, "ioctl": unix.SYS_IOCTL, "personality": unix.SYS_PERSONALITY,
 }
+
+// seccompDenied are the syscalls of policy.SeccompDenied that exist on
+// x86_64, by number; they are reported by name when they fail with EPERM.
+var seccompDenied = map[uint32]string{}
 
 // SeccompAbsent are names of seccomp's deny list that x86_64 does not have
 // (libseccomp skips them there; socketcall is i386 only, whose syscalls the
-// tracer does not decode), so the tracer cannot see them.
-var SeccompAbsent = []string{"umount", "stime", "vm86", "vm86old", "socketcall"}
+// tracer does not decode), so the tracer cannot see them. Derived from
+// policy.SeccompDenied and [sysNumbers].
+var SeccompAbsent = []string{"socketcall"}
 
 func init() {
-	for nr, name := range seccompDenied {
+	for _, name := range policy.SeccompDenied {
+		nr, ok := sysNumbers[name]
+		if !ok {
+			SeccompAbsent = append(SeccompAbsent, name)
+			continue
+		}
+		seccompDenied[nr] = name
 		traceSyscalls[nr] = seccompSys(name, 0)
+	}
+	for _, r := range policy.SeccompArgDenied {
+		nr, ok := sysNumbers[r.Name]
+		if !ok {
+			SeccompAbsent = append(SeccompAbsent, r.Name)
+			continue
+		}
+		traceSyscalls[nr] = seccompSys(r.Name, r.Shown)
 	}
 }
 

@@ -2,10 +2,10 @@ package runner
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 
 	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -28,34 +28,22 @@ func openLSMTier(w *netWall) (*lsmTier, error) {
 	return &lsmTier{lsm: l}, nil
 }
 
-// lsmPolicy is the LSM tier's file policy for a created sandbox: the same
-// set as the Landlock tier's, with the sandbox's own pseudo filesystems
-// (its /proc, /dev, /tmp) named through its PID 1's root.
+// lsmPolicy is the LSM tier's file policy for a created sandbox: the
+// same policy as the Landlock tier's (see [policy.Policy.LSM]), with the
+// sandbox's own pseudo filesystems named through its PID 1's root.
 func lsmPolicy(spec *sandbox.Spec, pid1 int) bpf.FilePolicy {
 	root := "/proc/" + strconv.Itoa(pid1) + "/root"
 	var p bpf.FilePolicy
-	for _, e := range sandbox.HostLayout() {
-		if e.Dir {
-			p.Allow(e.Path, false)
+	for _, r := range spec.Policy(sandbox.HostLayout()).LSM(root) {
+		switch r.Kind {
+		case policy.LSMTree:
+			p.Allow(r.Path, r.Write)
+		case policy.LSMList:
+			p.AllowList(r.Path)
+		case policy.LSMFilesystem:
+			p.AllowFilesystem(r.Path, r.Write)
 		}
 	}
-	for _, path := range spec.ReadOnly {
-		p.Allow(path, false)
-	}
-	for _, path := range spec.ReadWrite {
-		p.Allow(path, true)
-	}
-	p.Allow(spec.Workspace, spec.Write)
-	p.Allow(spec.Home, true)
-	// The root itself, listed but not opened below: "ls /" works as on
-	// the Landlock tier, and a file on the root filesystem outside the
-	// set (the shim at /.sbx/sbx) stays refused.
-	p.AllowList(root)
-	p.AllowFilesystem(filepath.Join(root, "proc"), false)
-	p.AllowFilesystem(filepath.Join(root, "tmp"), true)
-	p.AllowFilesystem(filepath.Join(root, "dev"), true)
-	p.AllowFilesystem(filepath.Join(root, "dev/pts"), true)
-	p.AllowFilesystem(filepath.Join(root, "dev/shm"), true)
 	return p
 }
 

@@ -3,7 +3,10 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
+
+	"github.com/sbx-sandbox/sbx/policy"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -11,61 +14,50 @@ import (
 )
 
 // FilePolicy is what the Landlock tier lets the program touch, applied by
-// the shim to itself right before it starts the program (Landlock domains
-// are inherited and cannot be left). Membership is by file hierarchy in the
-// kernel, not by the path string of a syscall, so symlinks, bind mounts and
-// /proc/*/root or /proc/*/fd links cannot alias a file outside the set.
-type FilePolicy struct {
-	// ReadExec are directories (or files) that may be read and executed.
-	ReadExec []string `json:"readExec,omitempty"`
-	// ReadWrite are directories (or files) that may also be written,
-	// created in, renamed within and linked within.
-	ReadWrite []string `json:"readWrite,omitempty"`
-	// Devices are directories of device nodes: read, write and ioctl.
-	Devices []string `json:"devices,omitempty"`
-	// ListOnly are directories that may only be listed (readdir), not
-	// read below: the sandbox root, so that "ls /" works.
-	ListOnly []string `json:"listOnly,omitempty"`
-	// Canary is a file that exists but lies outside the set: the shim
-	// proves the policy is enforced by failing to open it.
-	Canary string `json:"canary,omitempty"`
-	// ConnectTCP are the TCP ports the program may connect to (ABI 4+;
-	// Landlock matches ports only, the network wall the address).
-	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
-	// AnyTCP leaves TCP bind and connect unrestricted: the run shares the
-	// host's network, or its own namespace holds nothing but loopback
-	// (the namespace is the wall).
-	AnyTCP bool `json:"anyTCP,omitempty"`
-}
+// the shim to itself right before it starts the program; see
+// [policy.Landlock], which compiles it.
+type FilePolicy = policy.Landlock
 
-// LandlockPolicy builds the file policy of s: the system directories and
-// read-only mounts readable, the workspace writable only with Write, the
-// home, /tmp and read-write mounts writable, /dev usable, /proc readable and
-// writable (its sensitive parts are read-only mounts).
-func (s *Spec) LandlockPolicy(layout []Entry) FilePolicy {
-	p := FilePolicy{
-		Devices:  []string{"/dev"},
-		ListOnly: []string{"/"},
-		Canary:   ShimPath,
+// Policy is what s lets the program do, as the tiers' compilers take it:
+// layout's directories are the system directories (see [HostLayout]).
+func (s *Spec) Policy(layout []Entry) policy.Policy {
+	p := policy.Policy{
+		Files: policy.Files{
+			ReadOnly:   s.ReadOnly,
+			ReadWrite:  s.ReadWrite,
+			Workspace:  s.Workspace,
+			Write:      s.Write,
+			Home:       s.Home,
+			HomeInside: s.HomeInside,
+			Devices:    []string{"/dev"},
+			Masked:     s.Masked,
+			Protected:  s.Protected,
+		},
+		Limits: policy.Limits{MemoryBytes: s.Limits.MemoryBytes, CPUs: s.Limits.CPUs, Pids: s.Limits.Pids},
 	}
 	for _, e := range layout {
 		if e.Dir {
-			p.ReadExec = append(p.ReadExec, e.Path)
+			p.Files.System = append(p.Files.System, e.Path)
 		}
 	}
-	p.ReadExec = append(p.ReadExec, s.ReadOnly...)
-	p.ReadWrite = append(p.ReadWrite, "/tmp", "/proc", s.HomeInside)
-	if s.Write {
-		p.ReadWrite = append(p.ReadWrite, s.Workspace)
-	} else {
-		p.ReadExec = append(p.ReadExec, s.Workspace)
+	switch {
+	case s.HostNetwork:
+		p.Network.Mode = policy.NetHost
+	case s.Loopback:
+		p.Network.Mode = policy.NetLoopback
+	default:
+		p.Network.Mode = policy.NetNone
 	}
-	p.ReadWrite = append(p.ReadWrite, s.ReadWrite...)
 	if s.ProxyPort != 0 {
-		p.ConnectTCP = append(p.ConnectTCP, s.ProxyPort)
+		p.Network.Proxy = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), s.ProxyPort)
 	}
-	p.AnyTCP = s.HostNetwork || s.Loopback
 	return p
+}
+
+// LandlockPolicy is the Landlock tier's file policy of s (see
+// [policy.Policy.Landlock]), with the shim as its canary.
+func (s *Spec) LandlockPolicy(layout []Entry) FilePolicy {
+	return s.Policy(layout).Landlock(ShimPath)
 }
 
 // LandlockABI returns the Landlock ABI version of the running kernel, or an
@@ -84,10 +76,10 @@ func LandlockABI() (int, error) {
 	return v, nil
 }
 
-// rules compiles the policy into go-landlock rules. Paths are split into
-// directories and files because Landlock grants directory rights only on
-// directories.
-func (p FilePolicy) rules() []landlock.Rule {
+// landlockRules turns the policy into go-landlock rules. Paths are split
+// into directories and files because Landlock grants directory rights only
+// on directories, which only the host (inside the sandbox) can tell.
+func landlockRules(p FilePolicy) []landlock.Rule {
 	var rules []landlock.Rule
 	for _, path := range p.ListOnly {
 		rules = append(rules, landlock.PathAccess(llsys.AccessFSReadDir, path))
@@ -137,7 +129,7 @@ func applyLandlock(p FilePolicy) error {
 		cfg.HandledAccessNet = 0
 	}
 	cfg = cfg.BestEffort()
-	if err := cfg.Restrict(p.rules()...); err != nil {
+	if err := cfg.Restrict(landlockRules(p)...); err != nil {
 		return fmt.Errorf("landlock: restrict: %w", err)
 	}
 	if p.Canary != "" {

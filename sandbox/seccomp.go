@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/sbx-sandbox/sbx/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,38 +60,9 @@ import (
 // seccompErrno is the errno returned by a refused syscall.
 const seccompErrno = unix.EPERM
 
-// seccompDenied are the syscalls refused whatever their arguments. Names that
-// do not exist on an ABI (stime, vm86 on amd64; create_module on x32) are
-// resolved per ABI by libseccomp and simply skipped where absent.
-var seccompDenied = []string{
-	// Mounts and root changes, old and new mount API.
-	"mount", "umount", "umount2", "pivot_root", "chroot",
-	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
-	// Other processes' memory.
-	"ptrace", "process_vm_readv", "process_vm_writev",
-	// Kernel programmability and introspection.
-	"bpf", "perf_event_open", "lookup_dcookie", "syslog",
-	// Kernel keyrings (not namespaced).
-	"keyctl", "add_key", "request_key",
-	// Loading kernels and modules.
-	"kexec_load", "kexec_file_load",
-	"init_module", "finit_module", "delete_module",
-	"create_module", "get_kernel_syms", "query_module",
-	// File handles bypass path-based checks.
-	"open_by_handle_at", "name_to_handle_at",
-	// io_uring runs operations that seccomp never sees.
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	// Page-fault handling in user space (widens kernel race windows).
-	"userfaultfd",
-	// Joining other namespaces.
-	"setns",
-	// Host-wide state.
-	"swapon", "swapoff", "reboot", "acct", "quotactl", "quotactl_fd", "vhangup",
-	"settimeofday", "clock_settime", "stime",
-	// Port I/O and obsolete interfaces.
-	"iopl", "ioperm", "nfsservctl", "uselib", "sysfs", "_sysctl", "ustat",
-	"vm86", "vm86old",
-}
+// seccompDenied are the syscalls refused whatever their arguments: the one
+// list of package policy, from which the tracer's table is derived too.
+var seccompDenied = policy.SeccompDenied
 
 // Namespace flags of clone(2) and unshare(2).
 var (
