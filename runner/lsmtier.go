@@ -9,8 +9,6 @@ import (
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
-func init() { lsmProbe = bpf.LSMSupported }
-
 // lsmTier is one run's use of the BPF LSM file tier. Its denials arrive in
 // the network wall's per-run ring (the event maps are shared).
 type lsmTier struct {

@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/hostcheck"
+	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -23,24 +25,12 @@ import (
 
 // Rootless reports whether sbx runs without root and so builds rootless
 // sandboxes.
-func Rootless() bool { return os.Geteuid() != 0 || !rootCaps() }
-
-// rootCaps reports whether this root process holds what the root path
-// needs in its effective set: CAP_SYS_ADMIN (namespaces, mounts, cgroups),
-// as root inside a container or a restricted CI runner may not.
-func rootCaps() bool {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return true // cannot tell: the root path says what fails
-	}
-	return data[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
-}
+func Rootless() bool { return os.Geteuid() != 0 || !hostcheck.HasCap(unix.CAP_SYS_ADMIN) }
 
 // Why the BPF tiers do not apply to a rootless run, as doctor says it.
 var (
-	ErrCgroupBPFNeedsRoot = errors.New("cgroup BPF needs root (CAP_BPF and CAP_NET_ADMIN on the host)")
-	ErrBPFLSMNeedsRoot    = errors.New("BPF LSM needs root (CAP_BPF and CAP_MAC_ADMIN on the host)")
+	ErrCgroupBPFNeedsRoot = policy.ErrCgroupBPFNeedsRoot
+	ErrBPFLSMNeedsRoot    = policy.ErrBPFLSMNeedsRoot
 )
 
 // UserStateDir is the state directory of a rootless sbx:

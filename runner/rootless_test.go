@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -57,34 +58,34 @@ func TestRootlessLimits(t *testing.T) {
 	}
 }
 
+// TestSelectTiersRootless: rootless, the run gets Landlock alone, and
+// --policy bpf is refused with the reason, as on the real host's probe.
 func TestSelectTiersRootless(t *testing.T) {
-	if _, err := sandbox.LandlockABI(); err != nil {
-		t.Skipf("kernel lacks Landlock: %v", err)
+	saved := probeHost
+	defer func() { probeHost = saved }()
+	probeHost = func(string) policy.Host { // as the user, Landlock as here
+		return policy.Host{EUID: 1000, Landlock: policy.Present(""), BPFLSM: policy.Absent(ErrBPFLSMNeedsRoot)}
 	}
 	dir := t.TempDir()
-	tr, err := selectTiers(PolicyAuto, dir, true)
+	tr, err := selectTiers(PolicyAuto, dir)
 	if err != nil || !tr.landlock || tr.bpfLSM {
 		t.Errorf("auto: %+v, %v; want Landlock only", tr, err)
 	}
-	if _, err := selectTiers(PolicyBPF, dir, true); err == nil || !strings.Contains(err.Error(), "BPF LSM needs root") {
+	if _, err := selectTiers(PolicyBPF, dir); err == nil || err.Error() != "--policy bpf: "+ErrBPFLSMNeedsRoot.Error() {
 		t.Errorf("--policy bpf rootless: %v", err)
-	}
-	// Rootless never probes (nor caches) the BPF LSM.
-	if _, err := os.Stat(filepath.Join(dir, "lsm-probe")); err == nil {
-		t.Error("rootless run wrote the LSM probe cache")
 	}
 }
 
 // TestSelectTiersDemanded: a demanded tier is the run's only file tier,
 // whatever else the host offers (--policy landlock used to keep the BPF LSM
-// tier whenever the probe passed).
+// tier whenever the probe passed). The full table is policy's
+// TestDecide; this checks the runner reads the decision.
 func TestSelectTiersDemanded(t *testing.T) {
-	if _, err := sandbox.LandlockABI(); err != nil {
-		t.Skipf("kernel lacks Landlock: %v", err)
+	saved := probeHost
+	defer func() { probeHost = saved }()
+	probeHost = func(string) policy.Host { // a host that allows both
+		return policy.Host{CapSysAdmin: true, Landlock: policy.Present("ABI 6"), BPFLSM: policy.Present("")}
 	}
-	saved := lsmProbe
-	defer func() { lsmProbe = saved }()
-	lsmProbe = func() error { return nil } // as on a host that allows BPF LSM
 	for _, tc := range []struct {
 		p             Policy
 		landlock, lsm bool
@@ -93,7 +94,7 @@ func TestSelectTiersDemanded(t *testing.T) {
 		{PolicyLandlock, true, false},
 		{PolicyBPF, false, true},
 	} {
-		tr, err := selectTiers(tc.p, t.TempDir(), false)
+		tr, err := selectTiers(tc.p, t.TempDir())
 		if err != nil || tr.landlock != tc.landlock || tr.bpfLSM != tc.lsm {
 			t.Errorf("--policy %s: %+v, %v; want landlock=%v bpfLSM=%v", tc.p, tr, err, tc.landlock, tc.lsm)
 		}

@@ -501,7 +501,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	}
 	// Every check that can refuse the run comes before the first thing
 	// written to disk (the home).
-	t, err := selectTiers(o.Policy, o.StateDir, rootless)
+	t, err := selectTiers(o.Policy, o.StateDir)
 	if err != nil {
 		return nil, nop, err
 	}

@@ -9,11 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/features"
-
-	"github.com/sbx-sandbox/sbx/bpf"
-	"github.com/sbx-sandbox/sbx/runner"
+	"github.com/sbx-sandbox/sbx/hostcheck"
+	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -53,9 +50,10 @@ func cmdDoctor(args []string, s streams) int {
 		}
 		return fail(s, fmt.Errorf("doctor: unexpected argument %q", args[0]))
 	}
-	checks := doctorChecks()
+	self, _ := selfPath()
+	host := hostcheck.Probe(hostcheck.Options{Full: true, Self: self})
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-	for _, c := range checks {
+	for _, c := range doctorChecks(host) {
 		state, detail := "ok", c.info
 		if c.err != nil {
 			state, detail = "missing", c.err.Error()
@@ -63,47 +61,21 @@ func cmdDoctor(args []string, s streams) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.name, state, detail)
 	}
 	tw.Flush()
-	byName := map[string]error{}
-	for _, c := range checks {
-		byName[c.name] = c.err
-	}
-	var file, net []string
-	if byName["bpf lsm"] == nil {
-		file = append(file, "bpf lsm")
-	}
-	if byName["landlock"] == nil {
-		file = append(file, "landlock")
-	}
-	net = append(net, "empty network namespace")
-	if byName["seccomp"] == nil {
-		net = append(net, "seccomp socket filter")
-	}
-	if byName["cgroup bpf"] == nil {
-		net = append(net, "cgroup bpf")
-	}
-	rootless := runner.Rootless()
-	if rootless && byName["landlock"] == nil {
-		net = append(net, "landlock tcp bind/connect")
-	}
+	// The decision is the one sbx run makes (policy.Decide), from the
+	// same probe, so doctor cannot claim what run cannot do.
+	d := policy.Decide(host, policy.Demand{Files: policy.DemandAuto})
 	mode := "root"
-	if rootless {
+	if d.Rootless {
 		mode = "rootless (user namespace)"
 	}
 	fmt.Fprintf(s.out, "\nmode:          %s\n", mode)
-	fmt.Fprintf(s.out, "file tiers:    %s\n", orNone(file))
-	fmt.Fprintf(s.out, "network tiers: %s\n", strings.Join(net, ", "))
-	if rootless {
-		fmt.Fprintf(s.out, "limits:        %s\n", limitsInfo())
+	fmt.Fprintf(s.out, "file tiers:    %s\n", orNone(d.FileTiers()))
+	fmt.Fprintf(s.out, "network tiers: %s\n", strings.Join(d.NetTiers(), ", "))
+	if d.Rootless {
+		fmt.Fprintf(s.out, "limits:        %s\n", limitsInfo(host.Delegation))
 	}
-	refuse := len(file) == 0 || byName["seccomp"] != nil || byName["namespaces"] != nil
-	if rootless {
-		// Landlock is the only file and TCP tier without root; no
-		// cgroup is needed (rlimits are the fallback).
-		refuse = refuse || byName["landlock"] != nil || byName["user namespaces"] != nil
-	} else {
-		refuse = refuse || byName["cgroups"] != nil
-	}
-	if refuse {
+	if d.Refused != nil {
+		fmt.Fprintf(s.out, "refused:       %v\n", d.Refused)
 		fmt.Fprintln(s.out, "verdict:       sbx run would refuse to run here (see the missing lines above)")
 		return 1
 	}
@@ -127,77 +99,39 @@ func orNone(l []string) string {
 	return strings.Join(l, ", ")
 }
 
-func doctorChecks() []check {
+// doctorChecks are the lines of the report: the host value, in order.
+func doctorChecks(h policy.Host) []check {
 	var out []check
-	add := func(name string, info string, err error) { out = append(out, check{name, err, info}) }
-
-	rootless := runner.Rootless()
-	if rootless {
-		add("root", "", errors.New("running as uid "+strconv.Itoa(os.Geteuid())+": rootless sandboxes (run with sudo for the BPF tiers)"))
-	} else {
-		add("root", "euid 0", nil)
+	add := func(name string, f policy.Feature) { out = append(out, check{name, f.Err, f.Info}) }
+	switch {
+	case h.EUID != 0:
+		out = append(out, check{"root", errors.New("running as uid " + strconv.Itoa(h.EUID) + ": rootless sandboxes (run with sudo for the BPF tiers)"), ""})
+	case !h.CapSysAdmin:
+		out = append(out, check{"root", errors.New("euid 0 without CAP_SYS_ADMIN (in a container?): rootless sandboxes, without the BPF tiers"), ""})
+	case !h.CapNetAdmin:
+		out = append(out, check{"root", errors.New("euid 0 without CAP_NET_ADMIN: the root path needs it"), ""})
+	default:
+		out = append(out, check{"root", nil, "euid 0"})
 	}
-	nsErr := func() error {
-		for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup", "user"} {
-			if _, err := os.Stat("/proc/self/ns/" + ns); err != nil {
-				return fmt.Errorf("%s namespace: %w", ns, err)
-			}
-		}
-		return nil
-	}()
-	add("namespaces", "mount, pid, net, ipc, uts, cgroup, user", nsErr)
-	add("user namespaces", usernsInfo(), usernsErr())
-	add("cgroups", cgroupInfo(), cgroupErr())
-	add("seccomp", "filter mode", seccompErr())
-	if rootless {
-		add("cgroup bpf", "", runner.ErrCgroupBPFNeedsRoot)
-		add("bpf lsm", "", runner.ErrBPFLSMNeedsRoot)
-		add("denial tracer", "", runner.ErrCgroupBPFNeedsRoot)
-	} else {
-		add("cgroup bpf", "sock_create, connect4/6, sendmsg4/6, bind4/6", cgroupBPFErr())
-		add("bpf lsm", "file_open, path_*, socket_*, ptrace, kill, ioctl hooks", bpf.LSMSupported())
-		add("denial tracer", "tp_btf sys_exit: reports refusals by Landlock, seccomp and read-only mounts", tracerErr())
-	}
-	abi, llErr := sandbox.LandlockABI()
-	add("landlock", fmt.Sprintf("ABI %d", abi), llErr)
-	add("securityfs", "/sys/kernel/security", mountedErr("/sys/kernel/security", "securityfs"))
-	add("bpffs", "/sys/fs/bpf", mountedErr("/sys/fs/bpf", "bpf"))
+	add("namespaces", h.Namespaces)
+	add("user namespaces", h.UserNS)
+	add("cgroups", h.Cgroup2)
+	add("seccomp", h.Seccomp)
+	add("cgroup bpf", h.CgroupBPF)
+	add("bpf lsm", h.BPFLSM)
+	add("denial tracer", h.Tracer)
+	add("landlock", h.Landlock)
+	add("securityfs", h.Securityfs)
+	add("bpffs", h.BPFFS)
 	return out
 }
 
-// usernsErr says why unprivileged user namespaces (needed rootless) are
-// unavailable, with the fix.
-func usernsErr() error {
-	if v, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(v)) == "0" {
-		return errors.New("disabled (kernel.unprivileged_userns_clone=0; enable: sudo sysctl kernel.unprivileged_userns_clone=1)")
-	}
-	if v, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(v)) == "0" {
-		return errors.New("disabled (user.max_user_namespaces=0; enable: sudo sysctl user.max_user_namespaces=15000)")
-	}
-	if r := sandbox.ReadUsernsRestriction("/proc"); r.Blocks() {
-		self, _ := selfPath()
-		return errors.New(sandbox.AppArmorFix(self))
-	}
-	return nil
-}
-
-func usernsInfo() string {
-	if r := sandbox.ReadUsernsRestriction("/proc"); r.Restricted {
-		return "AppArmor restricts them; this binary's profile (" + r.Label + ") allows them"
-	}
-	return "unprivileged user namespaces allowed"
-}
-
 // limitsInfo says how a rootless run enforces its limits here.
-func limitsInfo() string {
-	d, err := sandbox.HostDelegation()
-	if err == nil && d.Has("memory", "cpu", "pids") {
-		return "cgroup2 limits in the delegated subtree " + d.Dir
+func limitsInfo(deleg policy.Feature) string {
+	if deleg.Err == nil {
+		return "cgroup2 limits in the delegated subtree " + deleg.Info
 	}
-	if err == nil {
-		err = fmt.Errorf("the delegated subtree %s lacks controllers (has %q)", d.Dir, d.Controllers)
-	}
-	return fmt.Sprintf("rlimits (weaker: %s), because no delegated cgroup2 subtree: %v; explicit --memory/--cpus/--pids refuse to run", sandbox.RlimitLimits, err)
+	return fmt.Sprintf("rlimits (weaker: %s), because no delegated cgroup2 subtree: %v; explicit --memory/--cpus/--pids refuse to run", sandbox.RlimitLimits, deleg.Err)
 }
 
 func selfPath() (string, error) {
@@ -209,63 +143,4 @@ func selfPath() (string, error) {
 		self = r
 	}
 	return self, nil
-}
-
-func cgroupInfo() string {
-	m, err := sandbox.Cgroup2Mount()
-	if err != nil {
-		return ""
-	}
-	if m == "/sys/fs/cgroup" {
-		return "cgroup2 only at " + m
-	}
-	return "hybrid: v1 controllers, cgroup2 at " + m
-}
-
-func cgroupErr() error {
-	_, err := sandbox.Cgroup2Mount()
-	return err
-}
-
-func seccompErr() error {
-	data, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
-	if err != nil {
-		return fmt.Errorf("seccomp not available: %w", err)
-	}
-	if !strings.Contains(string(data), "errno") {
-		return errors.New("seccomp lacks the errno action")
-	}
-	return nil
-}
-
-func cgroupBPFErr() error {
-	for _, pt := range []ebpf.ProgramType{ebpf.CGroupSock, ebpf.CGroupSockAddr} {
-		if err := features.HaveProgramType(pt); err != nil {
-			return fmt.Errorf("program type %s: %w", pt, err)
-		}
-	}
-	return nil
-}
-
-// tracerErr says why the denial tracer cannot run. It only reports, so
-// its absence does not change the verdict: runs go ahead without it.
-func tracerErr() error {
-	if err := bpf.TraceSupported(); err != nil {
-		return fmt.Errorf("refusals by Landlock, seccomp and read-only mounts are not reported: %w", err)
-	}
-	return nil
-}
-
-func mountedErr(path, fstype string) error {
-	data, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return err
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 2 && f[1] == path && f[2] == fstype {
-			return nil
-		}
-	}
-	return fmt.Errorf("not mounted (sbx mounts it when it needs it: mount -t %s none %s)", fstype, path)
 }

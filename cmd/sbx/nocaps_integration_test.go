@@ -41,3 +41,37 @@ except OSError as e:
 		t.Errorf("control\n%v", r)
 	}
 }
+
+// TestDoctorAgreesWithRun: on this host, whatever capabilities root holds,
+// doctor's verdict (exit 0: "can enforce") is the outcome of a real run:
+// run exits 0 exactly when doctor does, and where doctor refuses, run
+// refuses with the same reason (exit 125) before building anything. With
+// every capability, both succeed (the control).
+func TestDoctorAgreesWithRun(t *testing.T) {
+	if rootless() {
+		t.Skip("drops capabilities of root")
+	}
+	b := newBox(t)
+	for _, drop := range []string{"", "-sys_admin", "-net_admin", "-bpf", "-sys_admin,-net_admin"} {
+		t.Run("drop"+drop, func(t *testing.T) {
+			pre := []string{"--", sbxBin}
+			if drop != "" {
+				pre = []string{"--bounding-set", drop, "--inh-caps", drop, "--", sbxBin}
+			}
+			d := b.host(opts{}, "setpriv", append(pre, "doctor")...)
+			r := b.host(opts{}, "setpriv", append(pre, "run", "--", "true")...)
+			if (d.code == 0) != (r.code == 0) {
+				t.Fatalf("doctor exit %d, run exit %d: they disagree\ndoctor: %v\nrun: %v", d.code, r.code, d, r)
+			}
+			if drop == "" && d.code != 0 {
+				t.Fatalf("control: doctor and run fail with every capability\n%v\n%v", d, r)
+			}
+			if i := strings.Index(d.stdout, "refused:       "); i >= 0 {
+				reason := strings.TrimSpace(strings.SplitN(d.stdout[i+len("refused:       "):], "\n", 2)[0])
+				if r.code != exitSbxError || !strings.Contains(r.stderr, reason) {
+					t.Errorf("doctor refuses with %q; run: want exit %d with that reason\n%v", reason, exitSbxError, r)
+				}
+			}
+		})
+	}
+}
