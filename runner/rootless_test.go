@@ -84,7 +84,7 @@ func TestSelectTiersDemanded(t *testing.T) {
 	saved := probeHost
 	defer func() { probeHost = saved }()
 	probeHost = func(string) policy.Host { // a host that allows both
-		return policy.Host{CapSysAdmin: true, Landlock: policy.Present("ABI 6"), BPFLSM: policy.Present("")}
+		return policy.Host{CapSysAdmin: true, CapNetAdmin: true, Landlock: policy.Present("ABI 6"), BPFLSM: policy.Present("")}
 	}
 	for _, tc := range []struct {
 		p             Policy
