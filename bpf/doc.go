@@ -86,7 +86,7 @@
 // must see socket(AF_INET) refused with EPERM. Run it before the seccomp
 // filter is installed if that filter also refuses inet sockets with EPERM,
 // or the filter would pass the canary on the wall's behalf. The canary's own
-// events carry [CanaryComm] ([Event.IsCanary]) so the runner can leave them
+// events carry canary.Comm ([Event.IsCanary]) so the runner can leave them
 // out of its report.
 //
 // # Runner sequence
@@ -96,7 +96,7 @@
 //	mkdir parent/<run-id>; id, _ := CgroupID(dir)
 //	r, _ := n.Events(id)                     // before the first task starts
 //	n.Allow(id, Policy{...})                 // only if the run has exceptions
-//	start the run in dir; in it, Canary() before exec
+//	start the run in dir; in it, canary.Net() before exec
 //	read r until the run ends; r.SetDeadline(time.Now()) and drain
 //	r.Close(); n.Revoke(id); rmdir dir; n.Close()
 //

@@ -1,6 +1,8 @@
 package bpf
 
 import (
+	"github.com/sbx-sandbox/sbx/canary"
+
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -267,4 +269,14 @@ func socketString(family, typ, proto uint32) string {
 		}
 	}
 	return b.String()
+}
+
+// IsCanary reports whether e may be one of the canaries' own events (see
+// package canary: its proofs run on a thread named [canary.Comm]).
+func (e Event) IsCanary() bool {
+	switch e.Op {
+	case OpSocketCreate, OpConnect4, OpConnect6:
+		return e.Comm == canary.Comm
+	}
+	return false
 }

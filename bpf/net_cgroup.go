@@ -1,109 +1,33 @@
 package bpf
 
 import (
-	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 
 	"golang.org/x/sys/unix"
 )
 
-// Cgroup2Mount returns where the cgroup2 hierarchy is mounted: /sys/fs/cgroup
-// on cgroup2-only hosts, /sys/fs/cgroup/unified on hybrid ones. It prefers
-// /sys/fs/cgroup, then the first cgroup2 mount in /proc/self/mountinfo. The
-// error wraps [ErrNotSupported] when there is none.
+// Cgroup2Mount returns where the cgroup2 hierarchy is mounted (see
+// [cgroup2.Mount]). The error wraps [ErrNotSupported] when there is none.
 func Cgroup2Mount() (string, error) {
-	mounts, err := cgroup2Mounts()
-	if err != nil {
-		return "", err
+	m, err := cgroup2.Mount()
+	if errors.Is(err, cgroup2.ErrNoMount) {
+		err = fmt.Errorf("%w: %w", err, ErrNotSupported)
 	}
-	if len(mounts) == 0 {
-		return "", fmt.Errorf("find cgroup2 mount: none in /proc/self/mountinfo: %w", ErrNotSupported)
-	}
-	for _, m := range mounts {
-		if m == "/sys/fs/cgroup" {
-			return m, nil
-		}
-	}
-	return mounts[0], nil
-}
-
-// cgroup2Mounts lists the mount points of type cgroup2.
-func cgroup2Mounts() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("find cgroup2 mount: %w", err)
-	}
-	defer f.Close()
-	var mounts []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		fields := strings.Fields(sc.Text())
-		for i, fld := range fields {
-			if fld == "-" && i+1 < len(fields) && i >= 5 {
-				if fields[i+1] == "cgroup2" {
-					mounts = append(mounts, UnescapeMountinfo(fields[4]))
-				}
-				break
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("find cgroup2 mount: read mountinfo: %w", err)
-	}
-	return mounts, nil
-}
-
-// UnescapeMountinfo undoes the octal escapes of a path in mountinfo(5)
-// (\040 for a space, \134 for a backslash).
-func UnescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v byte
-			ok := true
-			for j := 1; j <= 3; j++ {
-				c := s[i+j]
-				if c < '0' || c > '7' {
-					ok = false
-					break
-				}
-				v = v*8 + (c - '0')
-			}
-			if ok {
-				b.WriteByte(v)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return m, err
 }
 
 // cgroup2RootOf returns the cgroup2 mount point that contains path.
 func cgroup2RootOf(path string) (string, error) {
-	mounts, err := cgroup2Mounts()
-	if err != nil {
-		return "", err
+	r, err := cgroup2.RootOf(path)
+	if errors.Is(err, cgroup2.ErrNoMount) {
+		err = fmt.Errorf("%w: %w", err, ErrNotSupported)
 	}
-	best := ""
-	for _, m := range mounts {
-		if (path == m || strings.HasPrefix(path, strings.TrimSuffix(m, "/")+"/")) && len(m) > len(best) {
-			best = m
-		}
-	}
-	if best == "" {
-		return "", fmt.Errorf("%s is not under a cgroup2 mount: %w", path, ErrNotSupported)
-	}
-	return best, nil
+	return r, err
 }
 
 // CgroupID returns the id of the cgroup2 directory at path: the value

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/canary"
 )
 
 // The tests run real processes inside a temporary cgroup: the test binary
@@ -218,7 +220,7 @@ func sockaddr(s string) unix.Sockaddr {
 //	reader PARENT PINROOT ID   open the wall and a reader for run ID, then
 //	                           exit without closing it; answer its slot
 //	canary                     run Canary
-//	loopback-canary            run LoopbackCanary(true)
+//	loopback-canary            run canary.Loopback(true)
 func runHelper(args []string) string {
 	switch args[0] {
 	case "dial", "udpsend":
@@ -273,9 +275,9 @@ func runHelper(args []string) string {
 		}
 		return itoa(int(r.slot.index))
 	case "canary":
-		return errName(Canary())
+		return errName(canary.Net())
 	case "loopback-canary":
-		return errName(LoopbackCanary(true))
+		return errName(canary.Loopback(true))
 	}
 	return "bad helper mode " + args[0]
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/canary"
 )
 
 func TestNetSocketFamilies(t *testing.T) {
@@ -276,7 +278,7 @@ func TestNetCanary(t *testing.T) {
 	if in, _ := helper(t, env.run, nil, "canary"); in != "ok" {
 		t.Errorf("canary inside the sandbox: got %q, want ok", in)
 	}
-	for i := 0; i < CanaryEvents; i++ {
+	for i := 0; i < canary.Events; i++ {
 		if e := readEvent(t, r); !e.IsCanary() {
 			t.Errorf("event %d %v: not a canary event", i, e)
 		}
@@ -627,22 +629,6 @@ func TestNetConcurrentOpen(t *testing.T) {
 	}
 }
 
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{
-		"/sys/fs/cgroup":         "/sys/fs/cgroup",
-		`/mnt/a\040b`:            "/mnt/a b",
-		`/mnt/tab\011x\134y`:     "/mnt/tab\tx\\y",
-		`/mnt/bad\09`:            `/mnt/bad\09`,
-		`/mnt/end\04`:            `/mnt/end\04`,
-		`\040`:                   " ",
-		`/sys/fs/cgroup/unified`: "/sys/fs/cgroup/unified",
-	} {
-		if got := UnescapeMountinfo(in); got != want {
-			t.Errorf("UnescapeMountinfo(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestNetLoopbackPolicy: a run allowed its loopback may create every inet
 // socket, bind, and connect and send to loopback addresses, but only in
 // the network namespace the policy names (here the test's own, by its
@@ -739,7 +725,7 @@ func TestNetLoopbackCanary(t *testing.T) {
 	if in, _ := helper(t, env.run, nil, "loopback-canary"); in != "ok" {
 		t.Errorf("loopback canary inside the sandbox: got %q, want ok", in)
 	}
-	for i := 0; i < CanaryEvents; i++ {
+	for i := 0; i < canary.Events; i++ {
 		if e := readEvent(t, r); !e.IsCanary() || (e.Op != OpConnect4 && e.Op != OpConnect6) {
 			t.Errorf("event %d %v: not a canary connect", i, e)
 		}

@@ -2,8 +2,8 @@ package runner
 
 import (
 	"fmt"
+	"github.com/moby/sys/mountinfo"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -126,32 +126,33 @@ type mountPoint struct {
 // readMountTable reads the mount table of pid (as its /proc/PID/mountinfo
 // shows it, relative to its root).
 func readMountTable(pid int) (mountTable, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	ms, err := mountinfo.PidMountInfo(pid)
 	if err != nil {
 		return nil, fmt.Errorf("read sandbox mount table: %w", err)
 	}
-	return parseMountInfo(string(data)), nil
+	return mountTableOf(ms), nil
 }
 
-// parseMountInfo parses mountinfo(5) lines: "ID PARENT MAJ:MIN ROOT
-// MOUNTPOINT ...", the mount point octal-escaped (\040 for a space). Of
-// mounts stacked on one point, the last listed is the visible one.
+// parseMountInfo parses mountinfo(5) text (the tests' tables).
 func parseMountInfo(data string) mountTable {
+	ms, err := mountinfo.GetMountsFromReader(strings.NewReader(data), nil)
+	if err != nil {
+		return nil
+	}
+	return mountTableOf(ms)
+}
+
+// mountTableOf orders the mounts for lookups, longest mount point first.
+// Of mounts stacked on one point, the last listed is the visible one.
+func mountTableOf(ms []*mountinfo.Info) mountTable {
 	var t mountTable
 	seen := map[string]int{}
-	for _, line := range strings.Split(data, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		id, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		dir := filepath.Clean(bpf.UnescapeMountinfo(f[4]))
+	for _, m := range ms {
+		dir := filepath.Clean(m.Mountpoint)
 		if !filepath.IsAbs(dir) {
 			continue
 		}
+		id := uint64(m.ID)
 		if i, ok := seen[dir]; ok {
 			t[i].id = id
 			continue

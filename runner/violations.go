@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/canary"
 	"github.com/sbx-sandbox/sbx/gate"
 )
 
@@ -457,7 +458,7 @@ func (r *reporter) pump(er *bpf.EventReader, tier string, done chan<- struct{}) 
 			r.addLost(n)
 		}
 	}()
-	canaries := bpf.CanaryEvents
+	canaries := canary.Events
 	budget := newPumpBudget(time.Now)
 	bad := 0
 	for {

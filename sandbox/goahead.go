@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/canary"
 )
 
 // Why the BPF LSM tier is registered late, and how the program waits for it.
@@ -26,7 +26,7 @@ import (
 // and then blocks on the lifeline; the runner waits for that byte
 // ([Sandbox.AwaitShim]), registers the sandbox with the tier, and sends the
 // go-ahead ([Sandbox.Release]). The shim then proves the tier on itself
-// ([bpf.LSMCanary]) before anything else, so the program's first
+// ([canary.LSM]) before anything else, so the program's first
 // instruction runs confined, or not at all.
 
 // readyPipe makes the ready pipe: s keeps the read end, the returned write
@@ -110,7 +110,7 @@ func awaitRelease(readyFD, lifeline int) int {
 		}
 		break
 	}
-	if err := bpf.LSMCanary(ShimPath); err != nil {
+	if err := canary.LSM(ShimPath); err != nil {
 		fmt.Fprintf(os.Stderr, "sbx: refusing to run: %v\n", err)
 		return 125
 	}

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/canary"
 )
 
 // pipePair returns a pipe whose ends are closed at cleanup.
@@ -50,7 +50,7 @@ func TestLSMCanaryFailsOutsideSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = bpf.LSMCanary(exe)
+	err = canary.LSM(exe)
 	if err == nil || !strings.Contains(err.Error(), "not enforced") {
 		t.Errorf("LSMCanary(%s) outside any sandbox: %v, want the tier reported as not enforced", exe, err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/canary"
 )
 
 // shimEnv carries the [ShimConfig] from sbx to the shim; the shim removes it
@@ -61,11 +61,11 @@ type ShimConfig struct {
 // The proofs of ShimConfig.NetCanary.
 const (
 	// NetCanaryNoInet: socket(AF_INET) and socket(AF_INET6) must fail
-	// with EPERM (sbx run --net none; see bpf.Canary).
+	// with EPERM (sbx run --net none; see canary.Net).
 	NetCanaryNoInet = "no-inet"
 	// NetCanaryLoopbackWall: loopback works, and the network wall refuses
 	// a connect beyond it with EPERM (--net loopback as root; see
-	// bpf.LoopbackCanary).
+	// canary.Loopback).
 	NetCanaryLoopbackWall = "loopback-wall"
 	// NetCanaryLoopbackNetns: loopback works, and the namespace has no
 	// route beyond it (--net loopback rootless, where there is no wall).
@@ -303,11 +303,11 @@ func netCanary(which string) error {
 	case "":
 		return nil
 	case NetCanaryNoInet:
-		return bpf.Canary()
+		return canary.Net()
 	case NetCanaryLoopbackWall:
-		return bpf.LoopbackCanary(true)
+		return canary.Loopback(true)
 	case NetCanaryLoopbackNetns:
-		return bpf.LoopbackCanary(false)
+		return canary.Loopback(false)
 	}
 	return fmt.Errorf("net canary: unknown proof %q", which)
 }

@@ -1,4 +1,4 @@
-package bpf
+package canary
 
 import (
 	"errors"
@@ -9,16 +9,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// CanaryComm is the comm of the thread that runs [Canary], so the runner
+// Comm is the comm of the thread that runs [Net], so the runner
 // can tell the canary's own denials from the sandboxed program's. (A
 // sandboxed program could name itself so too; that only hides its lines
 // from the report, never lifts a denial. A runner that drops exactly the
 // events Canary caused, and no more, is not fooled either.)
-const CanaryComm = "sbx-canary"
+const Comm = "sbx-canary"
 
-// CanaryEvents is how many events one successful Canary, or
-// LoopbackCanary with the wall, produces.
-const CanaryEvents = 2
+// Events is how many wall events one successful [Net], or [Loopback]
+// with the wall, produces.
+const Events = 2
 
 // Addresses the loopback canary must not reach: TEST-NET-1 (RFC 5737) and
 // the IPv6 documentation prefix (RFC 3849), never routed anywhere. A UDP
@@ -28,18 +28,18 @@ var (
 	canaryOutside6 = [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}
 )
 
-// Canary proves the network wall holds for the calling process: it must be
+// Net proves the network wall holds for the calling process: it must be
 // in a run cgroup under the wall's parent, where socket(AF_INET, SOCK_DGRAM)
 // and socket(AF_INET6, SOCK_STREAM) must fail with EPERM. It needs no
 // privileges (capability checks cannot mask the wall: these sockets need
 // none). Call it in the sandbox right before exec; an error means the run
 // must not start (fail closed).
-func Canary() error {
+func Net() error {
 	return asCanary(noSockets)
 }
 
 // asCanary runs fn on the calling goroutine's thread, locked and named
-// [CanaryComm].
+// [Comm].
 func asCanary(fn func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -47,7 +47,7 @@ func asCanary(fn func() error) error {
 	if err := unix.Prctl(unix.PR_GET_NAME, uintptrOf(&old[0]), 0, 0, 0); err != nil {
 		return fmt.Errorf("net canary: get thread name: %w", err)
 	}
-	name := append([]byte(CanaryComm), 0)
+	name := append([]byte(Comm), 0)
 	if err := unix.Prctl(unix.PR_SET_NAME, uintptrOf(&name[0]), 0, 0, 0); err != nil {
 		return fmt.Errorf("net canary: set thread name: %w", err)
 	}
@@ -55,7 +55,7 @@ func asCanary(fn func() error) error {
 	return fn()
 }
 
-// noSockets is Canary's proof: no inet socket at all.
+// noSockets is Net's proof: no inet socket at all.
 func noSockets() error {
 	for _, s := range []struct {
 		family, typ int
@@ -76,7 +76,7 @@ func noSockets() error {
 	return nil
 }
 
-// LoopbackCanary proves the network of a run that may use its own loopback
+// Loopback proves the network of a run that may use its own loopback
 // (sbx run --net loopback): an AF_INET UDP socket can be created and
 // connected to 127.0.0.1, while connects of AF_INET and AF_INET6 sockets
 // to addresses outside (TEST-NET-1 192.0.2.1, 2001:db8::1) fail. With wall
@@ -87,7 +87,7 @@ func noSockets() error {
 // kernel (socket(AF_INET6) fails with EAFNOSUPPORT) skips the IPv6 part.
 // Call it in the sandbox right before exec; an error means the run must
 // not start (fail closed).
-func LoopbackCanary(wall bool) error {
+func Loopback(wall bool) error {
 	want := unix.ENETUNREACH
 	if wall {
 		want = unix.EPERM
@@ -132,15 +132,6 @@ func outsideRefused(what string, err error, want unix.Errno) error {
 		return fmt.Errorf("net canary: UDP connect to %s failed with %w, want %s: the sandbox's namespace has a route out", what, err, unix.ErrnoName(want))
 	}
 	return nil
-}
-
-// IsCanary reports whether e may be one of the canaries' own events.
-func (e Event) IsCanary() bool {
-	switch e.Op {
-	case OpSocketCreate, OpConnect4, OpConnect6:
-		return e.Comm == CanaryComm
-	}
-	return false
 }
 
 func uintptrOf(p *byte) uintptr { return uintptr(unsafe.Pointer(p)) }
