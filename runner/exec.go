@@ -60,15 +60,16 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Log:      eo.Log,
 		StateDir: eo.StateDir,
 		NoStage:  !checked.Request.Stage,
+		// The denials go to the result, not to Log.
+		QuietDenials: true,
 	}
 	var out gate.Result
-	o.reporter = newReporter(nil, nil)
 	start := time.Now()
 	res, err := Run(ctx, o)
 	if gate.IsRejected(err) {
 		return gate.Rejected(err) // a host path refused: nothing started
 	}
-	out.Violations, out.ViolationsDropped = o.reporter.violations()
+	out.Violations, out.ViolationsDropped = res.Violations, res.ViolationsDropped
 	out.DurationMs = time.Since(start).Milliseconds()
 	out.Output, out.Truncated = gate.ShapeTails(stdout, stderr)
 	if res.CleanupErr != nil {

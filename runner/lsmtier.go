@@ -45,13 +45,9 @@ func lsmPolicy(spec *sandbox.Spec, pid1 int) bpf.FilePolicy {
 	return p
 }
 
-// add registers the sandbox (cgroup2 dir dir, PID 1 pid1) with its file
+// add registers the sandbox (cgroup id id, PID 1 pid1) with its file
 // policy and its network exceptions; from then on its tasks are confined.
-func (t *lsmTier) add(spec *sandbox.Spec, dir string, pid1 int, net bpf.Policy) error {
-	id, err := bpf.CgroupID(dir)
-	if err != nil {
-		return fmt.Errorf("file tier (BPF LSM): %w", err)
-	}
+func (t *lsmTier) add(spec *sandbox.Spec, id uint64, pid1 int, net bpf.Policy) error {
 	if err := t.lsm.AddSandbox(id, lsmPolicy(spec, pid1)); err != nil {
 		return fmt.Errorf("file tier (BPF LSM): %w", err)
 	}

@@ -40,12 +40,8 @@ func openNetWall() (*netWall, error) {
 	return &netWall{net: n}, nil
 }
 
-// watch starts reading the denials of the sandbox whose cgroup2 dir is dir.
-func (w *netWall) watch(dir string, rep *reporter) error {
-	id, err := bpf.CgroupID(dir)
-	if err != nil {
-		return fmt.Errorf("network wall: %w", err)
-	}
+// watch starts reading the denials of the sandbox whose cgroup id is id.
+func (w *netWall) watch(id uint64, rep *reporter) error {
 	er, err := w.net.Events(id)
 	if errors.Is(err, bpf.ErrNoFreeRing) {
 		// Reporting is not a protection: the run goes ahead, walled.
@@ -61,13 +57,9 @@ func (w *netWall) watch(dir string, rep *reporter) error {
 	return nil
 }
 
-// allow grants the sandbox whose cgroup2 dir is dir the exceptions in p
-// (the egress proxy's endpoint, or the host network); close revokes them.
-func (w *netWall) allow(dir string, p bpf.Policy) error {
-	id, err := bpf.CgroupID(dir)
-	if err != nil {
-		return fmt.Errorf("network wall: %w", err)
-	}
+// allow grants the sandbox whose cgroup id is id the exceptions in p (the
+// egress proxy's endpoint, or the host network); close revokes them.
+func (w *netWall) allow(id uint64, p bpf.Policy) error {
 	if err := w.net.Allow(id, p); err != nil {
 		return fmt.Errorf("network wall: %w", err)
 	}

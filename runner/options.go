@@ -122,6 +122,9 @@ type Options struct {
 	// NoStage turns off the staging of host paths named in Args (see
 	// package stage); sbx exec sets it unless the request asks to stage.
 	NoStage bool
+	// QuietDenials leaves the "sbx: denied ..." lines off Log: the
+	// denials are in Result.Violations (sbx exec returns them).
+	QuietDenials bool
 
 	// Filled by resolvePaths: the resolved, checked host paths.
 	ws, home string
@@ -135,7 +138,6 @@ type Options struct {
 	tiers    tiers            // filled by spec
 	protect  Protection       // filled by spec: checked once the sandbox is set up
 	allow    egress.Allowlist // filled by spec
-	reporter *reporter        // set by Exec to collect the result's violations
 	rootOnly chan []string    // filled by spec: sandbox.RootOnly of /etc, for uid 0
 	// limitsNote is why a rootless run's limits are rlimits (set by
 	// rootlessLimits); spec notes it once nothing can refuse the run.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,8 +19,8 @@ import (
 
 	"github.com/sbx-sandbox/sbx/hostfs"
 
-	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
 	"golang.org/x/sys/unix"
@@ -45,6 +44,11 @@ type Result struct {
 	// back to the host (see package stage); they stay in the sandbox home
 	// and the next runs retry.
 	CopyBackErr error
+	// Violations are the run's denials (deduplicated, bounded; the ones
+	// past the bound are counted in ViolationsDropped), as sbx exec
+	// returns them.
+	Violations        []gate.Violation
+	ViolationsDropped int
 	// CleanupErr is set when teardown could not confirm the sandbox gone
 	// (its processes killed, cgroups and state removed); Run then also
 	// returns it wrapped in a [*CleanupError].
@@ -69,13 +73,17 @@ const DefaultStateDir = "/run/sbx"
 
 // Run runs o.Args in a new sandbox and waits for it. Cancelling ctx kills the
 // sandbox. Teardown always completes before Run returns.
+//
+// A run is three steps: the options are resolved against the host into a
+// plan (checked paths, the tier decision, the complete sandbox spec: see
+// [Options.spec]); the plan's tiers are set up around the sandbox (see
+// [tier]); Run waits for the program, then closes the tiers in reverse.
 func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	start := time.Now()
-	// Signals are caught from the start to the end of Run (stopped by the
-	// first defer, so after copy-back and teardown): one that arrives
-	// before the program starts refuses the run cleanly (128+N, see
-	// pendingSignal); one after is the program's. sbx is never killed
-	// half-way through setup or copy-back.
+	// Signals are caught from the start to the end of Run (stopped after
+	// copy-back and teardown): one that arrives before the program starts
+	// refuses the run cleanly (128+N, see pendingSignal); one after is the
+	// program's. sbx is never killed half-way through setup or copy-back.
 	sigs := make(chan os.Signal, 16)
 	if o.ForwardSignals {
 		signal.Notify(sigs, forwarded...)
@@ -97,179 +105,107 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			return res, err
 		}
 	}
-	dirs := sandbox.Dirs{Root: o.StateDir}
-	if ids, err := sandbox.Reclaim(dirs); err != nil {
-		fmt.Fprintf(o.Log, "sbx: warning: cleaning up after an earlier run: %v\n", err)
-	} else if len(ids) > 0 {
-		fmt.Fprintf(o.Log, "sbx: cleaned up %d sandbox(es) left by a killed sbx\n", len(ids))
-	}
-	// Throwaway homes of killed runs, also of runs killed before their
-	// sandbox existed.
-	sweepTmpHomes(o.StateDir)
-	stagingState := stagingStateDir(o.StateDir)
-	if err := stage.Recover(stagingState, o.Log); err != nil {
-		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %v\n", err)
-	}
+	o.housekeeping()
 	spec, cleanup, err := o.spec()
 	if err != nil {
 		return res, err
 	}
-	defer cleanup()
 	res.ID = spec.ID
-
-	plan, err := stagePaths(spec, &o, stagingState)
+	staged, err := stagePaths(spec, &o, stagingStateDir(o.StateDir))
 	if err != nil {
+		cleanup()
 		return res, err
 	}
-	// Copy-back runs after the sandbox is destroyed (deferred earlier, so
-	// it runs later), on every exit path.
+	r := &run{o: &o, spec: spec, res: &res, rep: newReporter(o.Log, o.Violations)}
+	if o.QuietDenials {
+		r.rep = newReporter(nil, o.Violations)
+	}
+	r.plan(cleanup, staged)
+	r.ready = 3 // home, copy-back and report are set up by now
 	defer func() {
-		if err := plan.Finish(); err != nil {
-			res.CopyBackErr = err
-			fmt.Fprintf(o.Log, "sbx: copying staged files back: %v\n", err)
+		r.closeAll()
+		if res.CleanupErr != nil && retErr == nil {
+			retErr = &CleanupError{Err: res.CleanupErr}
 		}
 	}()
-	if plan != nil {
-		spec.Args = plan.Argv()
+	if err := o.complete(spec, staged); err != nil {
+		return res, err
 	}
-
-	rep := newReporter(o.Log, o.Violations)
-	if o.reporter != nil {
-		rep = o.reporter
-	}
-	defer rep.finish()
-	var wall *netWall
-	var lsm *lsmTier
-	readyTracer := func() {}
-	if !spec.Rootless {
-		if wall, err = openNetWall(); err != nil {
-			return res, err
-		}
-		defer wall.close()
-		tracer := startTracer(wall)
-		defer tracer.close()
-		defer tracer.ready(io.Discard) // on error paths before Exec
-		readyTracer = func() { tracer.ready(o.Log) }
-		if o.tiers.bpfLSM {
-			if lsm, err = openLSMTier(wall); err != nil {
-				return res, err
-			}
-			defer lsm.close()
-			spec.Shim.AwaitLSM = true // registered after Exec, see below
-		}
-		spec.AllowInetSockets = true // the wall denies them, and reports it
-	}
-	spec.Shim.NetCanary = o.netCanary(spec.Rootless)
-	if !o.hostNetwork() {
-		if spec.ResolvConf, err = resolvConf(o.StateDir); err != nil {
-			return res, err
-		}
-	}
-	if len(o.allow) > 0 {
-		spec.ProxyPort = proxyAddr.Port()
-	}
-
-	var term *terminal
-	if o.Terminal {
-		term, err = newTerminal(o.Stdin)
-		if err != nil {
-			return res, err
-		}
-		defer term.restore()
-	}
-	if o.rootOnly != nil {
-		spec.Masked = append(spec.Masked, <-o.rootOnly...)
+	if err := r.prepareAll(); err != nil {
+		return res, err
 	}
 	if sig := pendingSignal(sigs); sig != 0 {
 		return o.refusedBy(res, sig), nil
 	}
-	sb, err := sandbox.Create(spec, dirs, sandbox.Stdio{Stdin: stdinOrNil(o.Stdin), Stdout: o.Stdout, Stderr: o.Stderr})
-	if err != nil {
-		if spec.Rootless {
-			err = usernsError(err)
-		}
-		return res, fmt.Errorf("set up sandbox: %w", err)
-	}
-	defer func() {
-		if err := sb.Destroy(); err != nil {
-			res.CleanupErr = err
-			if retErr == nil {
-				retErr = &CleanupError{Err: err}
-			}
-		}
-	}()
-	if err := o.protect.verify(sb.Pid()); err != nil {
+	if err := r.create(); err != nil {
 		return res, err
 	}
-	rep.setSandbox(sb.Pid(), spec.Workspace, spec.Write)
-	if wall != nil {
-		rep.readMounts(sb.Pid()) // the tracer comes with the wall
-		if err := wall.watch(sb.CgroupPaths()[""], rep); err != nil {
-			return res, err
-		}
-	}
-	netPolicy, err := o.netPolicy(sb.Pid(), wall != nil)
-	if err != nil {
+	if err := r.attachAll(); err != nil {
 		return res, err
 	}
-	if netPolicy != (bpf.Policy{}) && wall != nil {
-		if err := wall.checkForeign(netPolicy); err != nil {
-			return res, err
-		}
-		if err := wall.allow(sb.CgroupPaths()[""], netPolicy); err != nil {
-			return res, err
-		}
-	}
-	var names map[string]netip.Addr // allowed names' addresses in the sandbox
-	if len(o.allow) > 0 {
-		// Closed before the sandbox is destroyed and before rep.finish,
-		// so every denial is reported.
-		px, err := startEgress(sb, o.allow, rep)
-		if err != nil {
-			return res, err
-		}
-		defer px.close(o.Log)
-		if o.loopback() {
-			if names, err = px.forwardNames(sb, o.allow); err != nil {
-				return res, err
-			}
-		}
-	}
-	if o.loopback() && wall != nil {
-		// A name lookup fails at once (NXDOMAIN), and is reported; an
-		// allowed name gets the address of its forwarder.
-		dns, err := startDNS(sb, rep, names)
-		if err != nil {
-			return res, err
-		}
-		defer dns.stop(o.Log)
-	}
-	var copied chan struct{}
-	if term != nil {
-		copied = term.attach(sb.Console(), o.Stdout)
-	}
-	readyTracer()
 	if sig := pendingSignal(sigs); sig != 0 {
-		return o.refusedBy(res, sig), nil // the deferred Destroy ends the shim
+		return o.refusedBy(res, sig), nil // closing the sandbox ends the shim
 	}
-	if err := sb.Exec(); err != nil {
+	if err := r.sb.Exec(); err != nil {
 		return res, err
 	}
-	if lsm != nil {
-		// Only once the shim runs (libcontainer's init is gone) is the
-		// sandbox registered with the BPF LSM tier; the shim holds the
-		// program back until Release and proves the tier first (see
-		// sandbox/goahead.go).
-		if err := sb.AwaitShim(); err != nil {
-			return res, err
-		}
-		if err := lsm.add(spec, sb.CgroupPaths()[""], sb.Pid(), netPolicy); err != nil {
-			return res, err
-		}
-		if err := sb.Release(); err != nil {
-			return res, err
-		}
+	if err := r.startedAll(); err != nil {
+		return res, err
 	}
+	if err := r.wait(ctx, sigs); err != nil {
+		return res, err
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// housekeeping cleans up after killed runs: their sandboxes, throwaway
+// homes (also of runs killed before their sandbox existed) and staged
+// files.
+func (o *Options) housekeeping() {
+	if ids, err := sandbox.Reclaim(sandbox.Dirs{Root: o.StateDir}); err != nil {
+		fmt.Fprintf(o.Log, "sbx: warning: cleaning up after an earlier run: %v\n", err)
+	} else if len(ids) > 0 {
+		fmt.Fprintf(o.Log, "sbx: cleaned up %d sandbox(es) left by a killed sbx\n", len(ids))
+	}
+	sweepTmpHomes(o.StateDir)
+	if err := stage.Recover(stagingStateDir(o.StateDir), o.Log); err != nil {
+		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %v\n", err)
+	}
+}
+
+// complete fills in the rest of the spec, before the sandbox is created
+// from it (which validates it, once) and never after: the staged
+// arguments, the network's settings, what the tiers need of the shim, and
+// root's hidden files.
+func (o *Options) complete(spec *sandbox.Spec, staged *stage.Plan) error {
+	if staged != nil {
+		spec.Args = staged.Argv()
+	}
+	if !spec.Rootless {
+		spec.AllowInetSockets = true // the wall denies them, and reports it
+		spec.Shim.AwaitLSM = o.tiers.bpfLSM
+	}
+	spec.Shim.NetCanary = o.netCanary(spec.Rootless)
+	if !o.hostNetwork() {
+		rc, err := resolvConf(o.StateDir)
+		if err != nil {
+			return err
+		}
+		spec.ResolvConf = rc
+	}
+	if len(o.allow) > 0 {
+		spec.ProxyPort = proxyAddr.Port()
+	}
+	if o.rootOnly != nil {
+		spec.Masked = append(spec.Masked, <-o.rootOnly...)
+	}
+	return nil
+}
+
+// wait waits for the program, passing signals on, and fills in r.res.
+func (r *run) wait(ctx context.Context, sigs chan os.Signal) error {
+	o, sb, res := r.o, r.sb, r.res
 	waited := make(chan int, 1)
 	waitErr := make(chan error, 1)
 	go func() {
@@ -287,11 +223,17 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		grace     <-chan time.Time // after a stop signal: the time to end
 		stopSig   os.Signal        // that signal
 		killed    bool             // sbx killed the sandbox itself
+		timers    []interface{ Stop() bool }
 	)
+	defer func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}()
 	var timeout <-chan time.Time
 	if o.Timeout > 0 {
 		t := time.NewTimer(o.Timeout)
-		defer t.Stop()
+		timers = append(timers, t)
 		timeout = t.C
 	}
 	for {
@@ -305,20 +247,19 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 				res.ExitCode = ExitTimeout
 			}
 			res.OOM = sb.OOMKilled()
-			if copied != nil {
+			if r.copied != nil {
 				// The pty has the program's last output; drain it.
 				select {
-				case <-copied:
+				case <-r.copied:
 				case <-time.After(2 * time.Second):
 				}
 			}
-			res.Duration = time.Since(start)
-			return res, nil
+			return nil
 		case err := <-waitErr:
-			return res, err
+			return err
 		case s := <-sigs:
-			if s == unix.SIGWINCH && term != nil {
-				term.resize()
+			if s == unix.SIGWINCH && r.term != nil {
+				r.term.resize()
 				continue
 			}
 			if !shimReady && !hasChild(sb.Pid()) {
@@ -328,7 +269,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 				held = append(held, s)
 				if poll == nil {
 					t := time.NewTicker(2 * time.Millisecond)
-					defer t.Stop()
+					timers = append(timers, tickerStop{t})
 					poll = t.C
 				}
 				continue
@@ -337,7 +278,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			_ = sb.Signal(s)
 			if grace == nil && stops(s) {
 				t := time.NewTimer(StopGrace)
-				defer t.Stop()
+				timers = append(timers, t)
 				grace, stopSig = t.C, s
 			}
 		case <-grace:
@@ -364,6 +305,11 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		}
 	}
 }
+
+// tickerStop gives a ticker the Stop of a timer.
+type tickerStop struct{ t *time.Ticker }
+
+func (s tickerStop) Stop() bool { s.t.Stop(); return true }
 
 // StopGrace is how long a sandbox has to end after sbx passed it a stop
 // signal (INT, TERM, HUP, QUIT) before sbx kills it.
@@ -415,14 +361,6 @@ func (o *Options) refusedBy(res Result, sig unix.Signal) Result {
 	res.ExitCode = 128 + int(sig)
 	res.Cancelled = true
 	return res
-}
-
-// stdinOrNil keeps a nil *os.File from becoming a non-nil io.Reader.
-func stdinOrNil(f *os.File) io.Reader {
-	if f == nil {
-		return nil
-	}
-	return f
 }
 
 func (o *Options) fill() error {
@@ -565,10 +503,6 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	spec.Landlock = t.landlock
 	o.tiers = t
 	o.protect = prot
-	if err := spec.Validate(); err != nil {
-		cleanup()
-		return nil, nop, err
-	}
 	if o.limitsNote != nil {
 		writeLimitsNote(o.Log, o.limitsNote)
 	}

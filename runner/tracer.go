@@ -2,13 +2,13 @@ package runner
 
 import (
 	"fmt"
-	"github.com/moby/sys/mountinfo"
 	"io"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/bpf"

@@ -79,6 +79,11 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	return s.config(rootfs, shimExe, layout)
+}
+
+// config is [Spec.Config] of a spec already validated (by [Create]).
+func (s *Spec) config(rootfs, shimExe string, layout []Entry) (*configs.Config, error) {
 	mounts := []*configs.Mount{
 		{Source: "proc", Destination: "/proc", Device: "proc", Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
 		{Source: "tmpfs", Destination: "/dev", Device: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_STRICTATIME, Data: "mode=755,size=65536k"},

@@ -110,7 +110,7 @@ func Create(spec *Spec, dirs Dirs, stdio Stdio) (_ *Sandbox, retErr error) {
 	if err := prepareRootfs(rootfs, layout); err != nil {
 		return nil, err
 	}
-	cfg, err := spec.Config(rootfs, self, layout)
+	cfg, err := spec.config(rootfs, self, layout)
 	if err != nil {
 		return nil, err
 	}

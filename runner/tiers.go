@@ -1,0 +1,359 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+
+	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/sandbox"
+	"github.com/sbx-sandbox/sbx/stage"
+)
+
+// run is one run's plan (the options resolved against the host: the
+// complete sandbox spec, the tiers) and the state its tiers share.
+type run struct {
+	o    *Options
+	spec *sandbox.Spec
+	rep  *reporter
+	res  *Result
+
+	// Set once the sandbox is created (see create).
+	sb       *sandbox.Sandbox
+	cgroupID uint64 // its cgroup2 id (root runs; computed once)
+
+	wall   *netWall              // the network wall (root runs)
+	net    bpf.Policy            // the wall's exceptions for the run
+	term   *terminal             // with --tty
+	copied chan struct{}         // closed when the pty's output is copied
+	names  map[string]netip.Addr // allowed names' addresses in the sandbox
+	tiers  []tier                // in setup order
+	ready  int                   // how many of tiers were prepared
+}
+
+// A tier is one part of a run set up around its sandbox: the network
+// wall, the denial tracer, the BPF LSM file tier, the terminal, the
+// sandbox itself, the egress proxy, the DNS stub, and the run's own
+// housekeeping (its home, copy-back, the denial report). Run calls prepare
+// of each tier in order before the sandbox exists, then creates it, then
+// attach of each in order before the program starts, and started once the
+// shim runs (the program still held). close runs for every tier whose
+// prepare succeeded, in reverse order, on every path: the teardown order
+// is the order of the list (see [run.plan]), not the placement of defers.
+type tier interface {
+	prepare(r *run) error
+	attach(r *run) error
+	started(r *run) error
+	close(r *run)
+}
+
+// base is a tier's no-op steps.
+type base struct{}
+
+func (base) prepare(*run) error { return nil }
+func (base) attach(*run) error  { return nil }
+func (base) started(*run) error { return nil }
+func (base) close(*run)         {}
+
+// plan lists the tiers of r. Closed in reverse: the DNS stub and the
+// egress proxy before the sandbox is destroyed (every denial they see is
+// reported), the terminal restored after it, the BPF tiers released after
+// that, the report finished once the wall's ring is drained, the staged
+// files copied back, and the throwaway home removed last.
+func (r *run) plan(cleanup func(), staged *stage.Plan) {
+	r.tiers = []tier{
+		&homeTier{cleanup: cleanup},
+		&copyBackTier{plan: staged},
+		reportTier{},
+	}
+	if !r.spec.Rootless {
+		r.tiers = append(r.tiers, &wallTier{}, &tracerTier{})
+		if r.o.tiers.bpfLSM {
+			r.tiers = append(r.tiers, &lsmFileTier{})
+		}
+	}
+	if r.o.Terminal {
+		r.tiers = append(r.tiers, terminalTier{})
+	}
+	r.tiers = append(r.tiers, sandboxTier{})
+	if len(r.o.allow) > 0 {
+		r.tiers = append(r.tiers, &egressTier{})
+	}
+	if r.o.loopback() && !r.spec.Rootless {
+		r.tiers = append(r.tiers, &dnsTier{})
+	}
+}
+
+// prepareAll prepares the tiers not prepared yet, in order; those
+// prepared are closed by closeAll whatever happens next.
+func (r *run) prepareAll() error {
+	for ; r.ready < len(r.tiers); r.ready++ {
+		if err := r.tiers[r.ready].prepare(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) attachAll() error {
+	for _, t := range r.tiers {
+		if err := t.attach(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) startedAll() error {
+	for _, t := range r.tiers {
+		if err := t.started(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeAll closes the prepared tiers in reverse order.
+func (r *run) closeAll() {
+	for i := r.ready - 1; i >= 0; i-- {
+		r.tiers[i].close(r)
+	}
+	r.ready = 0
+}
+
+// create creates the sandbox from the complete spec (validated once, by
+// sandbox.Create, and not changed after), checks the protected paths in
+// place, and computes its cgroup id once for the BPF tiers.
+func (r *run) create() error {
+	o := r.o
+	sb, err := sandbox.Create(r.spec, sandbox.Dirs{Root: o.StateDir}, sandbox.Stdio{Stdin: stdinOrNil(o.Stdin), Stdout: o.Stdout, Stderr: o.Stderr})
+	if err != nil {
+		if r.spec.Rootless {
+			err = usernsError(err)
+		}
+		return fmt.Errorf("set up sandbox: %w", err)
+	}
+	r.sb = sb
+	if err := o.protect.verify(sb.Pid()); err != nil {
+		return err
+	}
+	r.rep.setSandbox(sb.Pid(), r.spec.Workspace, r.spec.Write)
+	if !r.spec.Rootless {
+		id, err := bpf.CgroupID(sb.CgroupPaths()[""])
+		if err != nil {
+			return fmt.Errorf("network wall: %w", err)
+		}
+		r.cgroupID = id
+	}
+	return nil
+}
+
+// homeTier removes a throwaway home (sbx's own home stays).
+type homeTier struct {
+	base
+	cleanup func()
+}
+
+func (t *homeTier) close(*run) { t.cleanup() }
+
+// copyBackTier copies staged session files back to the host, after the
+// sandbox is destroyed, on every exit path.
+type copyBackTier struct {
+	base
+	plan *stage.Plan
+}
+
+func (t *copyBackTier) close(r *run) {
+	if err := t.plan.Finish(); err != nil {
+		r.res.CopyBackErr = err
+		fmt.Fprintf(r.o.Log, "sbx: copying staged files back: %v\n", err)
+	}
+}
+
+// reportTier ends the denial report (its summary line) once every tier
+// that feeds it is closed, and hands the denials to the result.
+type reportTier struct{ base }
+
+func (reportTier) close(r *run) {
+	r.rep.finish()
+	r.res.Violations, r.res.ViolationsDropped = r.rep.violations()
+}
+
+// wallTier is the cgroup BPF network wall: loaded before the sandbox
+// exists (it is walled from its first instruction), then told the run's
+// exceptions and read for its denials.
+type wallTier struct{ base }
+
+func (wallTier) prepare(r *run) error {
+	w, err := openNetWall()
+	if err != nil {
+		return err
+	}
+	r.wall = w
+	return nil
+}
+
+func (wallTier) attach(r *run) error {
+	r.rep.readMounts(r.sb.Pid()) // the tracer comes with the wall
+	if err := r.wall.watch(r.cgroupID, r.rep); err != nil {
+		return err
+	}
+	p, err := r.o.netPolicy(r.sb.Pid(), true)
+	if err != nil {
+		return err
+	}
+	r.net = p
+	if p == (bpf.Policy{}) {
+		return nil
+	}
+	if err := r.wall.checkForeign(p); err != nil {
+		return err
+	}
+	return r.wall.allow(r.cgroupID, p)
+}
+
+func (wallTier) close(r *run) { r.wall.close() }
+
+// tracerTier is the denial tracer, attached in the background while the
+// sandbox is created and waited for before the program starts.
+type tracerTier struct {
+	base
+	start *tracerStart
+}
+
+func (t *tracerTier) prepare(r *run) error {
+	t.start = startTracer(r.wall)
+	return nil
+}
+
+func (t *tracerTier) attach(r *run) error {
+	t.start.ready(r.o.Log)
+	return nil
+}
+
+func (t *tracerTier) close(*run) {
+	t.start.ready(io.Discard) // an error path before attach
+	t.start.close()
+}
+
+// lsmFileTier is the BPF LSM file tier. Only once the shim runs
+// (libcontainer's init is gone) is the sandbox registered with it; the
+// shim holds the program back until Release and proves the tier first
+// (see sandbox/goahead.go).
+type lsmFileTier struct {
+	base
+	lsm *lsmTier
+}
+
+func (t *lsmFileTier) prepare(r *run) error {
+	l, err := openLSMTier(r.wall)
+	if err != nil {
+		return err
+	}
+	t.lsm = l
+	return nil
+}
+
+func (t *lsmFileTier) started(r *run) error {
+	if err := r.sb.AwaitShim(); err != nil {
+		return err
+	}
+	if err := t.lsm.add(r.spec, r.cgroupID, r.sb.Pid(), r.net); err != nil {
+		return err
+	}
+	return r.sb.Release()
+}
+
+func (t *lsmFileTier) close(*run) { t.lsm.close() }
+
+// terminalTier puts the user's terminal in raw mode for --tty and copies
+// the sandbox's pty to it.
+type terminalTier struct{ base }
+
+func (terminalTier) prepare(r *run) error {
+	t, err := newTerminal(r.o.Stdin)
+	if err != nil {
+		return err
+	}
+	r.term = t
+	return nil
+}
+
+func (terminalTier) attach(r *run) error {
+	r.copied = r.term.attach(r.sb.Console(), r.o.Stdout)
+	return nil
+}
+
+func (terminalTier) close(r *run) { r.term.restore() }
+
+// sandboxTier is the sandbox's place in the teardown: created by Run
+// between prepare and attach (see run.create), destroyed here.
+type sandboxTier struct{ base }
+
+func (sandboxTier) close(r *run) {
+	if r.sb == nil {
+		return
+	}
+	if err := r.sb.Destroy(); err != nil {
+		r.res.CleanupErr = err
+	}
+}
+
+// egressTier is the egress proxy of --allow-host, in the sandbox's
+// network namespace.
+type egressTier struct {
+	base
+	px *egressProxy
+}
+
+func (t *egressTier) attach(r *run) error {
+	px, err := startEgress(r.sb, r.o.allow, r.rep)
+	if err != nil {
+		return err
+	}
+	t.px = px
+	if r.o.loopback() {
+		if r.names, err = px.forwardNames(r.sb, r.o.allow); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *egressTier) close(r *run) {
+	if t.px != nil {
+		t.px.close(r.o.Log)
+	}
+}
+
+// dnsTier answers name lookups in the sandbox: a name fails at once
+// (NXDOMAIN), and is reported; an allowed name gets the address of its
+// forwarder.
+type dnsTier struct {
+	base
+	dns *dnsServer
+}
+
+func (t *dnsTier) attach(r *run) error {
+	d, err := startDNS(r.sb, r.rep, r.names)
+	if err != nil {
+		return err
+	}
+	t.dns = d
+	return nil
+}
+
+func (t *dnsTier) close(r *run) {
+	if t.dns != nil {
+		t.dns.stop(r.o.Log)
+	}
+}
+
+// stdinOrNil keeps a nil *os.File from becoming a non-nil io.Reader.
+func stdinOrNil(f *os.File) io.Reader {
+	if f == nil {
+		return nil
+	}
+	return f
+}
