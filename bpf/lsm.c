@@ -25,8 +25,8 @@
  *  - socket_create/connect/bind/sendmsg: every family but AF_UNIX refused
  *    (a second wall behind the cgroup programs; it also holds for sockets
  *    that leaked in from outside), except TCP to the run's egress proxy
- *    when sbx set one (SBX_SANDBOX_ALLOW_PROXY), and the run's own loopback
- *    under --net loopback (SBX_SANDBOX_ALLOW_LOOPBACK).
+ *    when sbx set one (SBX_NET_ALLOW_PROXY), and the run's own loopback
+ *    under --net loopback (SBX_NET_ALLOW_LOOPBACK).
  *  - unix_stream_connect/unix_may_send: no unix socket of another network
  *    namespace (a host daemon's socket file in the workspace).
  *
@@ -41,6 +41,7 @@
 #include <bpf/bpf_endian.h>
 #include "sbx_event.h"
 #include "events.h"
+#include "sbx_net.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -84,33 +85,6 @@ enum sbx_mount_kind {
 	SBX_MOUNT_PIVOT_ROOT = 4,
 };
 
-/* sbx_sandbox.flags */
-enum sbx_sandbox_flag {
-	/* The run may create TCP sockets of proxy_family and connect them
-	 * (and send on them) to exactly proxy_addr:proxy_port: sbx's egress
-	 * proxy, as the cgroup wall's SBX_NET_ALLOW_PROXY. */
-	SBX_SANDBOX_ALLOW_PROXY = 1,
-	/* The run shares the host's network (sbx run --net host): the socket
-	 * hooks allow every family and address, as the cgroup wall's
-	 * SBX_NET_ALLOW_ALL. */
-	SBX_SANDBOX_ALLOW_NET = 2,
-	/* The run may use its own loopback (sbx run --net loopback), as the
-	 * cgroup wall's SBX_NET_ALLOW_LOOPBACK: inet sockets of every type and
-	 * NETLINK_ROUTE ones; binds, and connects and sends to loopback
-	 * addresses, on sockets of the task's own network namespace. */
-	SBX_SANDBOX_ALLOW_LOOPBACK = 4,
-};
-
-/* Value of sbx_lsm_sandboxes. */
-struct sbx_sandbox {
-	__u32 flags;         /* enum sbx_sandbox_flag */
-	__u32 proxy_family;  /* AF_INET or AF_INET6 */
-	__u8 proxy_addr[16]; /* IPv4 in the first 4 bytes, or IPv6 */
-	__u16 proxy_port;    /* host byte order */
-	__u16 pad;
-	__u32 reserved;
-};
-
 /* Key of sbx_lsm_allow: sandbox cgroup id, inode number (0: whole
  * filesystem) and device in the kernel's encoding (major << 20 | minor). */
 struct sbx_allow_key {
@@ -133,13 +107,13 @@ struct sbx_selftest {
 /* Force BTF for the enums the Go side gets from bpf2go (-type). */
 const enum sbx_access *unused_access __attribute__((unused));
 const enum sbx_mount_kind *unused_mount_kind __attribute__((unused));
-const enum sbx_sandbox_flag *unused_sandbox_flag __attribute__((unused));
+const enum sbx_net_flag *unused_net_flag __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SBX_MAX_RUNS);
 	__type(key, __u64);
-	__type(value, struct sbx_sandbox);
+	__type(value, struct sbx_net_policy);
 } sbx_lsm_sandboxes SEC(".maps");
 
 struct {
@@ -713,18 +687,18 @@ enum sbx_net_verdict {
 /* current_net looks up the current task's run and copies its entry to *px
  * (by value: a pointer chosen by a condition can compile to a masked
  * select that the verifier refuses on map values). */
-static __always_inline enum sbx_net_verdict current_net(struct sbx_sandbox *px)
+static __always_inline enum sbx_net_verdict current_net(struct sbx_net_policy *px)
 {
-	struct sbx_sandbox *sb;
+	struct sbx_net_policy *sb;
 	__u64 id = 0;
 
 	sb = sbx_lookup_run(&sbx_lsm_sandboxes, &id);
 	if (!sb)
 		return SBX_NET_FREE;
 	__builtin_memcpy(px, sb, sizeof(*px));
-	if (px->flags & SBX_SANDBOX_ALLOW_NET)
+	if (px->flags & SBX_NET_ALLOW_ALL)
 		return SBX_NET_FREE;
-	if (px->flags & SBX_SANDBOX_ALLOW_PROXY)
+	if (px->flags & SBX_NET_ALLOW_PROXY)
 		return SBX_NET_PROXIED;
 	return SBX_NET_WALLED;
 }
@@ -732,7 +706,7 @@ static __always_inline enum sbx_net_verdict current_net(struct sbx_sandbox *px)
 SEC("lsm/socket_create")
 int BPF_PROG(sbx_socket_create, int family, int type, int protocol, int kern, int ret)
 {
-	struct sbx_sandbox px = {};
+	struct sbx_net_policy px = {};
 	enum sbx_net_verdict v;
 	struct sbx_event *e;
 
@@ -743,7 +717,7 @@ int BPF_PROG(sbx_socket_create, int family, int type, int protocol, int kern, in
 	v = current_net(&px);
 	if (v == SBX_NET_FREE)
 		return 0;
-	if ((px.flags & SBX_SANDBOX_ALLOW_LOOPBACK) &&
+	if ((px.flags & SBX_NET_ALLOW_LOOPBACK) &&
 	    (family == AF_INET || family == AF_INET6 ||
 	     (family == AF_NETLINK && protocol == NETLINK_ROUTE)))
 		return 0;
@@ -802,7 +776,7 @@ static __always_inline bool same_addr16(const __u8 *map_addr, const __u8 *a)
 }
 
 /* is_proxy reports whether addr is exactly the proxy endpoint of px. */
-static __always_inline bool is_proxy(struct sbx_sandbox *px, struct sockaddr *addr)
+static __always_inline bool is_proxy(struct sbx_net_policy *px, struct sockaddr *addr)
 {
 	__u8 a[16] = {};
 	__u16 fam, port;
@@ -830,7 +804,7 @@ static __always_inline bool is_proxy(struct sbx_sandbox *px, struct sockaddr *ad
 
 /* peer_is_proxy reports whether sock is connected to exactly the proxy
  * endpoint of px (a send without an address goes to the peer). */
-static __always_inline bool peer_is_proxy(struct sbx_sandbox *px, struct socket *sock)
+static __always_inline bool peer_is_proxy(struct sbx_net_policy *px, struct socket *sock)
 {
 	struct sock *sk = BPF_CORE_READ(sock, sk);
 	__u8 a[16] = {};
@@ -847,7 +821,7 @@ static __always_inline bool peer_is_proxy(struct sbx_sandbox *px, struct socket 
 	return same_addr16(px->proxy_addr, a);
 }
 
-/* loopback_ok reports whether a run with SBX_SANDBOX_ALLOW_LOOPBACK may
+/* loopback_ok reports whether a run with SBX_NET_ALLOW_LOOPBACK may
  * use sock with addr: sock lives in the current task's network namespace
  * (a sandboxed task's is the run's own; a socket leaked in from the host
  * lives in the host's) and, unless binding, addr (or, without one, the
@@ -892,7 +866,7 @@ static __always_inline int deny_sock(struct socket *sock, struct sockaddr *addr,
 				     __u32 op6, bool binding)
 {
 	__u16 fam = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
-	struct sbx_sandbox px = {};
+	struct sbx_net_policy px = {};
 	enum sbx_net_verdict v;
 	struct sbx_event *e;
 
@@ -901,7 +875,7 @@ static __always_inline int deny_sock(struct socket *sock, struct sockaddr *addr,
 	v = current_net(&px);
 	if (v == SBX_NET_FREE)
 		return 0;
-	if ((px.flags & SBX_SANDBOX_ALLOW_LOOPBACK) && (fam == AF_INET || fam == AF_INET6) &&
+	if ((px.flags & SBX_NET_ALLOW_LOOPBACK) && (fam == AF_INET || fam == AF_INET6) &&
 	    loopback_ok(sock, addr, binding))
 		return 0;
 	if (v == SBX_NET_PROXIED && !binding && fam == px.proxy_family &&

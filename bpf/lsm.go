@@ -373,7 +373,7 @@ func (l *LSM) AddSandbox(cgroupID uint64, policy FilePolicy) error {
 	}
 	// The sandbox entry goes last: until then its tasks are unrestricted,
 	// never restricted by a half-written policy.
-	if err := l.maps[lsmMapSbxLsmSandboxes].Put(cgroupID, &lsmSbxSandbox{}); err != nil {
+	if err := l.maps[lsmMapSbxLsmSandboxes].Put(cgroupID, &lsmSbxNetPolicy{}); err != nil {
 		for _, k := range keys {
 			allow.Delete(&k)
 		}
@@ -397,12 +397,14 @@ func (l *LSM) AllowNet(cgroupID uint64, p Policy) error {
 	if err != nil {
 		return err
 	}
-	// The LSM tier's entry has no namespace cookie (see lsm.c).
-	v := lsmSbxSandbox{
+	// The same entry as the cgroup wall's (sbx_net.h); the LSM tier
+	// compares a socket's namespace with the task's and ignores the cookie.
+	v := lsmSbxNetPolicy{
 		Flags:       uint32(e.Flags),
 		ProxyFamily: e.ProxyFamily,
 		ProxyAddr:   e.ProxyAddr,
 		ProxyPort:   e.ProxyPort,
+		NetnsCookie: e.NetnsCookie,
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

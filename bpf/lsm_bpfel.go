@@ -39,14 +39,15 @@ const (
 	lsmSbxMountKindSBX_MOUNT_PIVOT_ROOT lsmSbxMountKind = 4
 )
 
-type lsmSbxRun struct {
-	_     structs.HostLayout
-	Slot  uint32
-	Pad   uint32
-	Drops uint64
-}
+type lsmSbxNetFlag uint32
 
-type lsmSbxSandbox struct {
+const (
+	lsmSbxNetFlagSBX_NET_ALLOW_PROXY    lsmSbxNetFlag = 1
+	lsmSbxNetFlagSBX_NET_ALLOW_ALL      lsmSbxNetFlag = 2
+	lsmSbxNetFlagSBX_NET_ALLOW_LOOPBACK lsmSbxNetFlag = 4
+)
+
+type lsmSbxNetPolicy struct {
 	_           structs.HostLayout
 	Flags       uint32
 	ProxyFamily uint32
@@ -54,15 +55,15 @@ type lsmSbxSandbox struct {
 	ProxyPort   uint16
 	Pad         uint16
 	Reserved    uint32
+	NetnsCookie uint64
 }
 
-type lsmSbxSandboxFlag uint32
-
-const (
-	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_PROXY    lsmSbxSandboxFlag = 1
-	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_NET      lsmSbxSandboxFlag = 2
-	lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_LOOPBACK lsmSbxSandboxFlag = 4
-)
+type lsmSbxRun struct {
+	_     structs.HostLayout
+	Slot  uint32
+	Pad   uint32
+	Drops uint64
+}
 
 type lsmSbxSelftest struct {
 	_    structs.HostLayout
@@ -113,7 +114,7 @@ const (
 	lsmVarSbxRunBtf             = "sbx_run_btf"
 	lsmVarUnusedAccess          = "unused_access"
 	lsmVarUnusedMountKind       = "unused_mount_kind"
-	lsmVarUnusedSandboxFlag     = "unused_sandbox_flag"
+	lsmVarUnusedNetFlag         = "unused_net_flag"
 )
 
 // loadLsm returns the embedded CollectionSpec for lsm.
@@ -204,10 +205,10 @@ type lsmMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lsmVariableSpecs struct {
-	SbxRunBtf         *ebpf.VariableSpec `ebpf:"sbx_run_btf"`
-	UnusedAccess      *ebpf.VariableSpec `ebpf:"unused_access"`
-	UnusedMountKind   *ebpf.VariableSpec `ebpf:"unused_mount_kind"`
-	UnusedSandboxFlag *ebpf.VariableSpec `ebpf:"unused_sandbox_flag"`
+	SbxRunBtf       *ebpf.VariableSpec `ebpf:"sbx_run_btf"`
+	UnusedAccess    *ebpf.VariableSpec `ebpf:"unused_access"`
+	UnusedMountKind *ebpf.VariableSpec `ebpf:"unused_mount_kind"`
+	UnusedNetFlag   *ebpf.VariableSpec `ebpf:"unused_net_flag"`
 }
 
 // lsmObjects contains all objects after they have been loaded into the kernel.
@@ -257,10 +258,10 @@ func (m *lsmMaps) Close() error {
 //
 // It can be passed to loadLsmObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lsmVariables struct {
-	SbxRunBtf         *ebpf.Variable `ebpf:"sbx_run_btf"`
-	UnusedAccess      *ebpf.Variable `ebpf:"unused_access"`
-	UnusedMountKind   *ebpf.Variable `ebpf:"unused_mount_kind"`
-	UnusedSandboxFlag *ebpf.Variable `ebpf:"unused_sandbox_flag"`
+	SbxRunBtf       *ebpf.Variable `ebpf:"sbx_run_btf"`
+	UnusedAccess    *ebpf.Variable `ebpf:"unused_access"`
+	UnusedMountKind *ebpf.Variable `ebpf:"unused_mount_kind"`
+	UnusedNetFlag   *ebpf.Variable `ebpf:"unused_net_flag"`
 }
 
 // lsmPrograms contains all programs after they have been loaded into the kernel.

@@ -34,6 +34,7 @@
 #include <bpf/bpf_endian.h>
 #include "sbx_event.h"
 #include "events.h"
+#include "sbx_net.h"
 
 #define AF_UNIX 1
 #define AF_INET 2
@@ -44,36 +45,6 @@
  * EPERM. */
 #define SBX_ALLOW 1
 #define SBX_DENY 0
-
-/* sbx_net_policy.flags */
-enum sbx_net_flag {
-	/* Allow TCP sockets of proxy_family and connects to exactly
-	 * proxy_addr:proxy_port. */
-	SBX_NET_ALLOW_PROXY = 1,
-	/* Allow every inet socket and address: the run shares the host's
-	 * network (sbx run --net host), the wall does not apply. */
-	SBX_NET_ALLOW_ALL = 2,
-	/* Allow every inet socket, binds, and connects and addressed sends
-	 * to loopback addresses (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104),
-	 * all only in the run's own network namespace (netns_cookie): the
-	 * namespace is empty but for lo, so that is the sandbox talking to
-	 * itself (sbx run --net loopback). */
-	SBX_NET_ALLOW_LOOPBACK = 4,
-};
-
-/* Per-run exceptions, keyed by the run's cgroup id. */
-struct sbx_net_policy {
-	__u32 flags;        /* enum sbx_net_flag */
-	__u32 proxy_family; /* AF_INET or AF_INET6 */
-	__u8 proxy_addr[16]; /* IPv4 in the first 4 bytes, or IPv6 */
-	__u16 proxy_port;   /* host byte order */
-	__u16 pad;
-	__u32 reserved;
-	/* The run's network namespace (SO_NETNS_COOKIE) for
-	 * SBX_NET_ALLOW_LOOPBACK; 0 when the kernel cannot tell it (before
-	 * Linux 5.14): then any namespace but the host's (init_net). */
-	__u64 netns_cookie;
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

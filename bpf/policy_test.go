@@ -7,16 +7,16 @@ import (
 )
 
 // TestWallFlagsMatchC: package policy encodes the wall's exceptions with
-// the values of both programs' C enums (net.c, lsm.c).
+// the values of the C enum both programs share (sbx_net.h).
 func TestWallFlagsMatchC(t *testing.T) {
 	cases := []struct {
 		name     string
 		pol      policy.WallFlag
 		net, lsm uint32
 	}{
-		{"proxy", policy.WallProxy, uint32(netSbxNetFlagSBX_NET_ALLOW_PROXY), uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_PROXY)},
-		{"all", policy.WallAll, uint32(netSbxNetFlagSBX_NET_ALLOW_ALL), uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_NET)},
-		{"loopback", policy.WallLoopback, uint32(netSbxNetFlagSBX_NET_ALLOW_LOOPBACK), uint32(lsmSbxSandboxFlagSBX_SANDBOX_ALLOW_LOOPBACK)},
+		{"proxy", policy.WallProxy, uint32(netSbxNetFlagSBX_NET_ALLOW_PROXY), uint32(lsmSbxNetFlagSBX_NET_ALLOW_PROXY)},
+		{"all", policy.WallAll, uint32(netSbxNetFlagSBX_NET_ALLOW_ALL), uint32(lsmSbxNetFlagSBX_NET_ALLOW_ALL)},
+		{"loopback", policy.WallLoopback, uint32(netSbxNetFlagSBX_NET_ALLOW_LOOPBACK), uint32(lsmSbxNetFlagSBX_NET_ALLOW_LOOPBACK)},
 	}
 	for _, c := range cases {
 		if uint32(c.pol) != c.net || uint32(c.pol) != c.lsm {
