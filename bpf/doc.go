@@ -15,7 +15,9 @@
 // that parent, so a run is walled in from the moment its first task enters
 // its cgroup, with no per-run attach and no map entry needed (fail closed).
 // Per-run exceptions (the egress proxy endpoint) live in a map keyed by the
-// run's cgroup id ([Net.Allow]).
+// run's cgroup id ([Net.Allow]). Their layout (struct sbx_net_policy) is
+// in sbx_net.h, which the BPF LSM tier's socket hooks read too; both maps
+// are filled from the one encoding of package policy ([policy.WallRules]).
 //
 // Where each program is attached, and why:
 //
@@ -52,7 +54,8 @@
 // # Denial tracer
 //
 // Landlock, seccomp, the read-only mounts and missing capabilities refuse
-// without any sbx program seeing it. [OpenTrace] loads trace.c, a tp_btf
+// without any sbx program seeing it. The syscalls of seccomp's deny list
+// the tracer watches are derived from policy.SeccompDenied (written once). [OpenTrace] loads trace.c, a tp_btf
 // program on sys_exit (raw tracepoints load here; fentry and LSM programs
 // do not), once, and pins it (<pin root>/trace-<object hash>-<parent
 // cgroup id>-ev<events map id>/prog). It pairs a refusing return value

@@ -8,4 +8,16 @@
 // the timeout killed it. Errors returned by [Run] are sbx's own failures (a
 // protection that could not be put in place, bad options); the program has
 // then not run, or has been killed.
+//
+// A run has three steps. The options are resolved against the host into a
+// plan: checked host paths, the tier decision ([policy.Decide] over the
+// probe of package hostcheck, the same decision sbx doctor prints), and
+// the complete [sandbox.Spec], validated once by [sandbox.Create] and not
+// changed after. The plan is a list of tiers (the network wall, the
+// denial tracer, the BPF LSM file tier, the terminal, the sandbox itself,
+// the egress proxy, the DNS stub, and the run's housekeeping), each with
+// prepare (before the sandbox exists), attach (before the program
+// starts), started (the shim runs, the program held) and close; they run
+// in order and close in reverse on every path, so the teardown order is
+// the list (see tiers.go), not the placement of defers.
 package runner
