@@ -21,7 +21,8 @@ import (
 type TraceOptions struct {
 	// PinRoot is the bpffs directory holding the pins ([DefaultPinRoot] if
 	// empty). Loading a fresh tracer removes every other "trace-*"
-	// directory in it (older versions, or event maps that were replaced).
+	// directory in it that no run uses (older versions, or event maps
+	// that were replaced); one in use stays until its last run ends.
 	PinRoot string
 }
 
@@ -101,7 +102,11 @@ func OpenTrace(parentCgroup string, events EventMaps, opts *TraceOptions) (*Trac
 	if t.prog, err = ebpf.LoadPinnedProgram(filepath.Join(t.dir, "prog"), nil); err == nil {
 		return t, nil
 	}
-	if err := removeStaleTrace(pinRoot); err != nil {
+	// Other tracers' pins go only when no run uses them: as for the
+	// wall's and the LSM tier's pins (removeOthers). Removing one in use
+	// made its build load and attach a second copy at its next run, which
+	// then reported each denial of the runs still using the first twice.
+	if err := removeOthers(pinRoot, "trace-", filepath.Base(t.dir)); err != nil {
 		return nil, fmt.Errorf("open denial tracer: %w", err)
 	}
 	level := uint32(len(strings.Split(rel, string(filepath.Separator))))
@@ -171,24 +176,6 @@ func loadTraceProgram(parentID uint64, level uint32, events *EventMaps) (*ebpf.P
 		}
 	}
 	return objs.SbxSysExit, nil
-}
-
-// removeStaleTrace removes the other tracers' pin directories (called
-// under the pin lock, before this build's is created). A run of another
-// sbx that still uses one keeps its link until it ends.
-func removeStaleTrace(pinRoot string) error {
-	entries, err := os.ReadDir(pinRoot)
-	if err != nil {
-		return fmt.Errorf("list pins: %w", err)
-	}
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "trace-") {
-			if err := removePinDir(filepath.Join(pinRoot, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // TraceSupported loads the tracer with private maps and attaches it for a

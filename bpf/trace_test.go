@@ -221,3 +221,43 @@ func TestTraceAttachedWhileUsed(t *testing.T) {
 		t.Errorf("events after re-attach: %v, want the one open", got)
 	}
 }
+
+// TestTracePinsKeptWhileUsed: another build's tracer, loading, removes the
+// pins of tracers no run uses, never those of one in use (which made the
+// using build attach a second copy at its next run, and report each of its
+// runs' denials twice); once the last use is released they go.
+func TestTracePinsKeptWhileUsed(t *testing.T) {
+	env := newTraceEnv(t)
+	dir := env.trace.PinDir()
+	stale := filepath.Join(env.pinRoot, "trace-stale")
+	if err := os.Mkdir(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other := func() { // what another build's OpenTrace does, cold
+		lock, err := lockPinRoot(env.pinRoot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.unlock()
+		if err := removeOthers(env.pinRoot, "trace-", "trace-otherbuild"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other()
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the pins of a tracer in use were removed: %v", err)
+	}
+	if !env.trace.Attached() {
+		t.Fatal("the tracer in use was detached")
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an unused tracer's pins stayed: %v", err)
+	}
+	if err := env.use.Release(); err != nil {
+		t.Fatal(err)
+	}
+	other()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the pins stayed after the last use: %v", err)
+	}
+}

@@ -29,6 +29,7 @@ type TraceUse struct {
 	link   link.Link
 	holder string
 	fd     int
+	dir    *dirUse // the pin directory, held so no other build removes it
 }
 
 // Acquire attaches the tracer if no run uses it yet, and registers this
@@ -40,15 +41,21 @@ func (t *Trace) Acquire() (_ *TraceUse, err error) {
 		return nil, fmt.Errorf("use denial tracer: %w", err)
 	}
 	defer lock.unlock()
+	dir, err := holdDir(t.dir)
+	if err != nil {
+		return nil, fmt.Errorf("use denial tracer: %w", err)
+	}
 	users := filepath.Join(t.dir, "users")
 	if err := os.Mkdir(users, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		dir.release()
 		return nil, fmt.Errorf("use denial tracer: %w", err)
 	}
 	holder, err := os.MkdirTemp(users, "u-")
 	if err != nil {
+		dir.release()
 		return nil, fmt.Errorf("use denial tracer: %w", err)
 	}
-	u := &TraceUse{t: t, holder: holder, fd: -1}
+	u := &TraceUse{t: t, holder: holder, fd: -1, dir: dir}
 	defer func() {
 		if err != nil {
 			u.close()
@@ -107,6 +114,7 @@ func (u *TraceUse) close() {
 		os.Remove(u.holder)
 		u.holder = ""
 	}
+	u.dir.release()
 }
 
 // Release ends this use; the last use detaches the tracer.
