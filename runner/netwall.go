@@ -14,6 +14,7 @@ import (
 // once and pinned, attached to the parent cgroup every sandbox is created
 // under, so that a sandbox is walled in from its first instruction.
 type netWall struct {
+	parent  string // the cgroup2 directory every sandbox is created under
 	net     *bpf.Net
 	events  *bpf.EventReader
 	done    chan struct{}
@@ -37,7 +38,7 @@ func openNetWall() (*netWall, error) {
 	if err != nil {
 		return nil, fmt.Errorf("network wall (cgroup BPF): %w", err)
 	}
-	return &netWall{net: n}, nil
+	return &netWall{parent: parent, net: n}, nil
 }
 
 // watch starts reading the denials of the sandbox whose cgroup id is id.

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/bpf"
-	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
 // tracer is one run's use of the denial tracer (bpf.Trace): it reports
@@ -27,11 +26,7 @@ type tracer struct {
 
 // openTracer loads (or reuses) the tracer and attaches it for this run.
 func openTracer(w *netWall) (*tracer, error) {
-	root, err := sandbox.Cgroup2Mount()
-	if err != nil {
-		return nil, fmt.Errorf("denial tracer: %w", err)
-	}
-	t, err := bpf.OpenTrace(filepath.Join(root, sandbox.CgroupParent), w.net.EventMaps(), nil)
+	t, err := bpf.OpenTrace(w.parent, w.net.EventMaps(), nil) // the wall's parent cgroup
 	if err != nil {
 		return nil, fmt.Errorf("denial tracer: %w", err)
 	}
