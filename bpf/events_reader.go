@@ -146,6 +146,9 @@ func (r *EventReader) Flush() error { return r.rd.Flush() }
 // Dropped is how many of the run's events were lost because its ring was
 // full.
 func (r *EventReader) Dropped() (uint64, error) {
+	if r.drops == nil {
+		return 0, fmt.Errorf("dropped events of run %d: %w", r.id, os.ErrClosed)
+	}
 	var v netSbxRun
 	if err := r.drops.Lookup(r.id, &v); err != nil {
 		return 0, fmt.Errorf("dropped events of run %d: %w", r.id, err)

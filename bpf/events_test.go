@@ -147,6 +147,11 @@ func TestNetEvents(t *testing.T) {
 	if err := env.net.EventMaps().Drops.Lookup(id2, &v); !errors.Is(err, ebpf.ErrKeyNotExist) {
 		t.Errorf("run of a closed reader still registered: %v", err)
 	}
+	// The runner asks for the drops after a drain that may have closed
+	// the reader: an error, not a panic.
+	if _, err := r2.Dropped(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Dropped after Close: %v, want os.ErrClosed", err)
+	}
 }
 
 // TestEventDrops: a full ring loses events and counts them.
