@@ -155,3 +155,7 @@ for line in many.splitlines():
 print()
 print(f"Load average (1, 5, 15 min) before: {load_start}; after: {load_end}.")
 PY
+# pi's bash tool through sbx against Anthropic's sandbox-runtime
+# (scripts/bench-srt.sh): latency, memory, escapes.
+echo
+(cd "$root" && SBX="$SBX" ./scripts/bench-srt.sh)
