@@ -12,7 +12,7 @@
 // Prints a JSON report on stdout.
 
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
@@ -92,7 +92,19 @@ const bare = (cmd) => collect(spawn("bash", ["-c", cmd], { cwd: ws }));
 
 const t0 = process.memoryUsage().rss;
 await SandboxManager.initialize(settings);
-const srtProxyRss = process.memoryUsage().rss - t0;
+// srt's proxies run in this process; on Linux it also starts socat
+// bridges on the host, which live as long as the session: count them too.
+const childRssKiB = () => {
+	let kib = 0;
+	for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+		try {
+			const status = readFileSync(`/proc/${pid}/status`, "utf8");
+			if (Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]) === process.pid) kib += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+		} catch {}
+	}
+	return kib;
+};
+const srtProxyRss = process.memoryUsage().rss - t0 + childRssKiB() * 1024;
 const srtWrap = (cmd) => SandboxManager.wrapWithSandbox(cmd);
 const srt = async (cmd) => {
 	const wrapped = await srtWrap(cmd);

@@ -57,7 +57,7 @@ for name, r in lat.items():
     b, s, x = r["bare"]["median"], r["srt"]["median"], r["sbx"]["median"]
     print(f"| `{name}` | {b:.1f} ms | {s:.1f} ms (p90 {r['srt']['p90']:.1f}) | {x:.1f} ms (p90 {r['sbx']['p90']:.1f}) | {x/s:.2f}x |")
 print(f"| peak RSS of one `true` (largest process) | | {mem['srt']['perCommandKiB']/1024:.1f} MiB | {mem['sbx']['perCommandKiB']/1024:.1f} MiB | |")
-print(f"| resident for the session (srt's proxies in pi's process) | | {mem['srt']['sessionKiB']/1024:.1f} MiB | 0 (nothing between commands) | |")
+print(f"| resident for the session (srt: proxies in pi's process, socat bridges) | | {mem['srt']['sessionKiB']/1024:.1f} MiB | 0 (nothing between commands) | |")
 print()
 print("| escape attempt | bare (control) | srt | sbx |")
 print("|---|---|---|---|")
