@@ -21,7 +21,7 @@ import { pathToFileURL } from "node:url";
 const [srtModule, sbxBin, work, runsArg] = process.argv.slice(2);
 const RUNS = Number(runsArg || 20);
 const here = new URL(".", import.meta.url).pathname;
-const { probe, sbxArgs, execSbx } = await import(pathToFileURL(join(here, "../integrations/pi/sbx.ts")).href);
+const { probe, sbxArgs, execSbx, guardProjectConfig } = await import(pathToFileURL(join(here, "../integrations/pi/sbx.ts")).href);
 const { SandboxManager } = await import(pathToFileURL(srtModule).href);
 
 // The world: a workspace, a home with an SSH key, a directory outside.
@@ -118,6 +118,7 @@ if (!info.doctor.ok) throw new Error(`sbx doctor: ${info.doctor.verdict}`);
 const sbxOpts = { cwd: ws, settings: info.features.settings ? [settingsFile] : [], passEnv: [] };
 const sbx = async (cmd) => {
 	let out = "";
+	guardProjectConfig(ws); // as the extension does before every command
 	const { exitCode } = await execSbx(sbxBin, sbxArgs(info, sbxOpts, cmd), ws, { onData: (d) => (out += d), env: process.env });
 	return { code: exitCode, out };
 };

@@ -265,13 +265,21 @@ func TestPiExtensionRunsToolInSbx(t *testing.T) {
 	b := newBox(t)
 	prefix := installPi(t)
 	secretPath, secret := extSecret(t)
-	command := fmt.Sprintf("cat %s; echo cat=$?; echo in-ws > made.txt; echo SBX=$SBX; exit 7", secretPath)
+	// It also tries to plant a pi extension in the project, which pi
+	// would load unsandboxed next time.
+	command := fmt.Sprintf("cat %s; echo cat=$?; echo in-ws > made.txt; echo SBX=$SBX; "+
+		"mkdir -p .pi/extensions && echo 'export default () => {}' > .pi/extensions/planted.ts; echo plant=$?; exit 7", secretPath)
+	planted := filepath.Join(b.ws, ".pi", "extensions", "planted.ts")
 
-	// The control: the same command, bare, reads the secret.
-	if r := b.host(opts{}, "bash", "-c", command); r.code != 7 || !strings.Contains(r.stdout, secret) || !strings.Contains(r.stdout, "cat=0") {
-		t.Fatalf("bare control: want the secret read and exit 7\n%v", r)
+	// The control: the same command, bare, reads the secret and plants.
+	if r := b.host(opts{}, "bash", "-c", command); r.code != 7 || !strings.Contains(r.stdout, secret) || !strings.Contains(r.stdout, "cat=0") || !exists(planted) {
+		t.Fatalf("bare control: want the secret read, the extension planted and exit 7\n%v", r)
 	}
-	os.Remove(filepath.Join(b.ws, "made.txt"))
+	for _, f := range []string{"made.txt", ".pi"} {
+		if err := os.RemoveAll(filepath.Join(b.ws, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	prov := newToolProvider(t, command, 0)
 	pi := startExtPi(t, b, prefix, b.tempDir(), prov)
@@ -297,6 +305,10 @@ func TestPiExtensionRunsToolInSbx(t *testing.T) {
 	}
 	if !strings.Contains(out, "SBX=1") || !strings.Contains(out, "code 7") {
 		t.Errorf("tool result lacks the sandbox's SBX=1 or the exit code: %q", out)
+	}
+	// The extension made .pi before the run, so sbx kept it read-only.
+	if exists(planted) || !strings.Contains(out, "plant=1") || !strings.Contains(out, "Read-only file system") {
+		t.Errorf("the sandboxed command could plant %s (tool result %q)", planted, out)
 	}
 	if data, err := os.ReadFile(filepath.Join(b.ws, "made.txt")); err != nil || string(data) != "in-ws\n" {
 		t.Errorf("file written in the workspace from the sandbox: %q, %v", data, err)
@@ -440,5 +452,51 @@ func TestPiExtensionSandboxCommand(t *testing.T) {
 	}
 	if len(prov.requests()) != 0 {
 		t.Errorf("/sandbox reached the provider")
+	}
+}
+
+// TestPiExtensionSettings: a project settings file (srt's shape, at
+// <cwd>/.pi/sandbox.json) reaches sbx as --settings when sbx has the flag:
+// its denyRead hides a workspace file that the same command reads bare.
+// An sbx without the flag cannot apply it, and the extension refuses the
+// command rather than run it without the policy.
+func TestPiExtensionSettings(t *testing.T) {
+	b := newBox(t)
+	prefix := installPi(t)
+	help := b.sbx(opts{}, "run", "--help")
+	hasSettings := strings.Contains(help.stdout+help.stderr, "--settings")
+	secretPath := filepath.Join(b.ws, "secret.txt")
+	secret := uniqueName(t, "secret")
+	writeFile(t, secretPath, secret+"\n", 0o644)
+	if err := os.Mkdir(filepath.Join(b.ws, ".pi"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := filepath.Join(b.ws, ".pi", "sandbox.json")
+	writeFile(t, settings, fmt.Sprintf(`{"filesystem": {"denyRead": [%q]}}`, secretPath), 0o644)
+	chownToUser(t, secretPath, filepath.Join(b.ws, ".pi"), settings)
+	command := "cat secret.txt; echo cat=$?"
+	if r := b.host(opts{}, "bash", "-c", command); !strings.Contains(r.stdout, secret) {
+		t.Fatalf("bare control: want the file read\n%v", r)
+	}
+
+	prov := newToolProvider(t, command, 0)
+	pi := startExtPi(t, b, prefix, b.tempDir(), prov)
+	pi.send(map[string]any{"id": "p1", "type": "prompt", "message": "read"})
+	pi.until(isType("agent_end"))
+	pi.finish()
+	reqs := prov.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the provider got %d requests, want 2", len(reqs))
+	}
+	out, _ := toolResult(reqs[1])
+	if strings.Contains(out, secret) {
+		t.Fatalf("the denyRead file was read in the sandbox (sbx --settings: %v): %q", hasSettings, out)
+	}
+	if hasSettings {
+		if !strings.Contains(out, "cat=1") {
+			t.Errorf("with --settings: want cat to fail on the denyRead file, got %q", out)
+		}
+	} else if !strings.Contains(out, "no --settings flag") || strings.Contains(out, "cat=") {
+		t.Errorf("without --settings: want the command refused, naming the flag, got %q", out)
 	}
 }

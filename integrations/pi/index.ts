@@ -22,7 +22,7 @@
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { type BashOperations, createBashToolDefinition, createLocalBashOperations, getAgentDir } from "@earendil-works/pi-coding-agent";
 import { join } from "node:path";
-import { execSbx, probe, type SbxInfo, sbxArgs, settingsFiles } from "./sbx.ts";
+import { execSbx, guardProjectConfig, probe, type SbxInfo, sbxArgs, settingsFiles } from "./sbx.ts";
 
 /** The environment variable that turns the sandbox off ("1" or "true"). */
 const OFF_ENV = "SBX_PI_UNSANDBOXED";
@@ -48,7 +48,9 @@ export default function (pi: ExtensionAPI) {
 					`Fix what "sbx doctor" reports, or turn the sandbox off explicitly with ${OFF_ENV}=1 or pi --no-sbx.`,
 			);
 		}
-		return sbxArgs(s, { cwd, settings: settingsFiles(globalSettings, cwd), passEnv: passEnv(env), timeout }, command);
+		const args = sbxArgs(s, { cwd, settings: settingsFiles(globalSettings, cwd), passEnv: passEnv(env), timeout }, command);
+		guardProjectConfig(cwd);
+		return args;
 	};
 
 	const bare = createLocalBashOperations();

@@ -7,7 +7,7 @@
 // its argv, runs it, and kills it on timeout or abort.
 
 import { execFile, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
 
@@ -88,6 +88,23 @@ export async function probe(bin: string): Promise<SbxInfo> {
  */
 export function settingsFiles(globalFile: string, cwd: string): string[] {
 	return [globalFile, join(cwd, ".pi", "sandbox.json")].filter((f) => existsSync(f));
+}
+
+/**
+ * guardProjectConfig makes sure <cwd>/.pi exists before a run, so that sbx,
+ * which keeps an existing .pi read-only in a writable workspace (a
+ * protected entry, like .git and .vscode), protects it. Without it a
+ * sandboxed command could create .pi/extensions/x.ts or .pi/settings.json,
+ * which pi loads unsandboxed in its next session of this project.
+ */
+export function guardProjectConfig(cwd: string): void {
+	try {
+		mkdirSync(join(cwd, ".pi"), { mode: 0o755 });
+	} catch (err) {
+		if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
+			throw new Error(`create ${join(cwd, ".pi")} (so that sbx keeps it read-only): ${(err as Error).message}`);
+		}
+	}
 }
 
 /** Options of one sandboxed command. */
