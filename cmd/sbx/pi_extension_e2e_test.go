@@ -285,8 +285,15 @@ func TestPiExtensionRunsToolInSbx(t *testing.T) {
 	pi := startExtPi(t, b, prefix, b.tempDir(), prov)
 	pi.send(map[string]any{"id": "p1", "type": "prompt", "message": "read the secret"})
 	events := pi.until(isType("agent_end"))
+	// The user's own "!" command (RPC bash, pi's user_bash) is sandboxed too.
+	pi.send(map[string]any{"id": "b1", "type": "bash", "command": "cat " + secretPath + "; echo SBX=$SBX"})
+	bashReply := pi.until(func(ev map[string]any) bool { return ev["type"] == "response" && ev["id"] == "b1" })
 	r, ids := pi.finish()
 
+	if data, _ := bashReply[len(bashReply)-1]["data"].(map[string]any); data == nil ||
+		strings.Contains(fmt.Sprint(data["output"]), secret) || !strings.Contains(fmt.Sprint(data["output"]), "SBX=1") {
+		t.Errorf("the user's bash command: want it run in sbx without the secret, got %v", bashReply[len(bashReply)-1])
+	}
 	end := toolEnd(t, events)
 	res, _ := json.Marshal(end["result"])
 	if end["isError"] != true || !strings.Contains(string(res), "exited with code 7") {
@@ -313,10 +320,10 @@ func TestPiExtensionRunsToolInSbx(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(b.ws, "made.txt")); err != nil || string(data) != "in-ws\n" {
 		t.Errorf("file written in the workspace from the sandbox: %q, %v", data, err)
 	}
-	// The command's sandbox, and the canary run of the extension's "sbx
-	// doctor" at startup.
-	if len(ids) != 2 {
-		t.Errorf("pi made %d sandboxes, want 2: the command's and sbx doctor's canary (%q)", len(ids), ids)
+	// The tool's and the user's command's sandboxes, and the canary run of
+	// the extension's "sbx doctor" at startup.
+	if len(ids) != 3 {
+		t.Errorf("pi made %d sandboxes, want 3: two commands' and sbx doctor's canary (%q)", len(ids), ids)
 	}
 }
 
