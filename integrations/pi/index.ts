@@ -93,7 +93,7 @@ export default function (pi: ExtensionAPI) {
 				`sbx: ${s.bin} (${s.doctor.ok ? "can enforce" : "CANNOT enforce: commands are refused"})`,
 				`settings: ${files.length ? files.join(", ") : `none (looked for ${globalSettings} and ${join(ctx.cwd, ".pi", "sandbox.json")})`}`,
 				`run: ${argv}`,
-				`sbx flags: --settings ${s.features.settings ? "yes" : "no"}, --quiet ${s.features.quiet ? "yes" : "no"}`,
+				`sbx flags: --settings ${s.features.settings ? "yes" : "no"}, --quiet ${s.features.quiet ? "yes" : "no"}, --no-profile ${s.features.noProfile ? "yes" : "no"}`,
 				"",
 				"sbx doctor:",
 				s.doctor.output,

@@ -28,8 +28,13 @@ export const EXIT_TIMEOUT = 124;
 export interface Features {
 	/** --settings FILE: srt's JSON shape (repeatable; later files only tighten). */
 	settings: boolean;
-	/** --quiet: no notes from sbx itself, only denials and errors. */
+	/** --quiet: no "sbx: denied ..." lines (the count at the end stays). */
 	quiet: boolean;
+	/**
+	 * --no-profile: every command is "bash -c", so without it a profile
+	 * named "bash" would apply to all of them, unlike what /sandbox shows.
+	 */
+	noProfile: boolean;
 }
 
 /** What "sbx doctor" said: ok is its exit status 0 (a run can enforce). */
@@ -71,12 +76,16 @@ export async function probe(bin: string): Promise<SbxInfo> {
 	const [help, doc] = await Promise.all([run(bin, ["run", "--help"]), run(bin, ["doctor"])]);
 	if (doc.err) {
 		const missing = `sbx not found or not executable (${bin}: ${doc.err.message})`;
-		return { bin, features: { settings: false, quiet: false }, doctor: { ok: false, verdict: missing, output: missing } };
+		return { bin, features: { settings: false, quiet: false, noProfile: false }, doctor: { ok: false, verdict: missing, output: missing } };
 	}
 	const verdict = /^verdict:\s*(.*)$/m.exec(doc.out)?.[1] ?? `sbx doctor exited ${doc.status}`;
 	return {
 		bin,
-		features: { settings: /^\s*--settings\b/m.test(help.out), quiet: /^\s*--quiet\b/m.test(help.out) },
+		features: {
+			settings: /^\s*--settings\b/m.test(help.out),
+			quiet: /^\s*--quiet\b/m.test(help.out),
+			noProfile: /^\s*--no-profile\b/m.test(help.out),
+		},
 		doctor: { ok: doc.status === 0, verdict, output: doc.out.trimEnd() },
 	};
 }
@@ -133,6 +142,7 @@ export function sbxArgs(info: Pick<SbxInfo, "features">, o: RunOptions, command:
 	}
 	for (const f of o.settings) args.push("--settings", f);
 	if (info.features.quiet) args.push("--quiet");
+	if (info.features.noProfile) args.push("--no-profile");
 	if (o.timeout && o.timeout > 0) args.push("--timeout", `${Math.ceil(o.timeout * 1000)}ms`);
 	for (const name of o.passEnv) args.push("--env", name);
 	args.push("--", "bash", "-c", command);
