@@ -431,24 +431,36 @@ func TestPiExtensionFailsClosed(t *testing.T) {
 }
 
 // TestPiExtensionSandboxCommand: /sandbox shows the sbx run argv of the
-// session's workspace and sbx doctor's verdict.
+// session's workspace and sbx doctor's verdict, probing sbx anew: a pi
+// started before sbx was installed sees it without a restart.
 func TestPiExtensionSandboxCommand(t *testing.T) {
 	b := newBox(t)
 	prefix := installPi(t)
 	prov := newToolProvider(t, "true", 0)
-	pi := startExtPi(t, b, prefix, b.tempDir(), prov)
-	pi.send(map[string]any{"id": "s1", "type": "prompt", "message": "/sandbox"})
-	var msg string
-	pi.until(func(ev map[string]any) bool {
-		if ev["type"] == "extension_ui_request" && ev["method"] == "notify" {
-			msg, _ = ev["message"].(string)
-			return strings.Contains(msg, "sbx doctor:")
-		}
-		return false
-	})
+	bin := filepath.Join(piHostTemp(t, "sbx-pi-bin-"), "sbx") // not there yet
+	pi := startExtPi(t, b, prefix, b.tempDir(), prov, "SBX_PI_BIN="+bin)
+	sandbox := func() string {
+		pi.send(map[string]any{"id": "s1", "type": "prompt", "message": "/sandbox"})
+		var msg string
+		pi.until(func(ev map[string]any) bool {
+			if ev["type"] == "extension_ui_request" && ev["method"] == "notify" {
+				msg, _ = ev["message"].(string)
+				return strings.Contains(msg, "sbx doctor:")
+			}
+			return false
+		})
+		return msg
+	}
+	if msg := sandbox(); !strings.Contains(msg, "CANNOT enforce") || !strings.Contains(msg, "not found or not executable") {
+		t.Errorf("/sandbox without sbx: want it to say sbx cannot enforce, got:\n%s", msg)
+	}
+	if err := os.Symlink(sbxBin, bin); err != nil {
+		t.Fatal(err)
+	}
+	msg := sandbox()
 	pi.finish()
 	for _, want := range []string{
-		"run: " + sbxBin + " run --workspace " + b.ws + " --write",
+		"run: " + bin + " run --workspace " + b.ws + " --write",
 		"-- bash -c <command>",
 		"verdict:",
 		"(can enforce)",

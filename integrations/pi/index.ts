@@ -16,7 +16,8 @@
  * SBX_PI_BIN names the sbx binary (default: "sbx" on PATH).
  *
  * /sandbox shows the effective policy: the sbx binary, the settings files,
- * the "sbx run" argv of a command, and sbx doctor's verdict.
+ * the "sbx run" argv of a command, and sbx doctor's report (probing sbx
+ * again, so that a fixed host is seen without restarting pi).
  */
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
@@ -81,6 +82,7 @@ export default function (pi: ExtensionAPI) {
 				ctx.ui.notify(`sbx sandbox OFF (${OFF_ENV} or --no-sbx): bash commands run unsandboxed`, "warning");
 				return;
 			}
+			info = undefined; // probe again: sbx may have been installed or fixed since
 			const s = await sbx();
 			const files = settingsFiles(globalSettings, ctx.cwd);
 			let argv: string;
