@@ -393,18 +393,26 @@ func TestPiExtensionStopKillsSandbox(t *testing.T) {
 	}
 }
 
-// TestPiExtensionFailsClosed: without a working sbx the extension refuses
-// the command (the provider hears why, nothing runs); turned off
-// explicitly, the same command runs bare.
+// TestPiExtensionFailsClosed: without a working sbx (missing, or its
+// doctor exits non-zero) the extension refuses the command (the provider
+// hears why, nothing runs); turned off explicitly, the same command runs
+// bare.
 func TestPiExtensionFailsClosed(t *testing.T) {
 	prefix := installPi(t)
+	// An sbx whose doctor finds the host unfit (exit 1), as on a host
+	// without the kernel features: the real sbx for everything else.
+	unfit := filepath.Join(piHostTemp(t, "sbx-pi-unfit-"), "sbx")
+	writeFile(t, unfit, fmt.Sprintf("#!/bin/sh\n[ \"$1\" = doctor ] && { echo 'verdict:       unfit-for-test'; exit 1; }\nexec %s \"$@\"\n", sbxBin), 0o755)
+	chownToUser(t, unfit)
 	for _, c := range []struct {
 		name string
 		env  []string
 		ran  bool
+		why  string
 	}{
-		{"sbx missing", []string{"SBX_PI_BIN=/nonexistent/sbx"}, false},
-		{"sbx missing, turned off", []string{"SBX_PI_BIN=/nonexistent/sbx", "SBX_PI_UNSANDBOXED=1"}, true},
+		{"sbx missing", []string{"SBX_PI_BIN=/nonexistent/sbx"}, false, "not found or not executable"},
+		{"sbx missing, turned off", []string{"SBX_PI_BIN=/nonexistent/sbx", "SBX_PI_UNSANDBOXED=1"}, true, ""},
+		{"doctor says unfit", []string{"SBX_PI_BIN=" + unfit}, false, "unfit-for-test"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := newBox(t)
@@ -423,7 +431,7 @@ func TestPiExtensionFailsClosed(t *testing.T) {
 			if ran := err == nil; ran != c.ran || strings.Contains(out, secret) != c.ran {
 				t.Errorf("command ran bare: %v, secret read: %v; want %v (tool result %q)", ran, strings.Contains(out, secret), c.ran, out)
 			}
-			if !c.ran && !strings.Contains(out, "refusing to run unsandboxed") {
+			if !c.ran && (!strings.Contains(out, "refusing to run unsandboxed") || !strings.Contains(out, c.why)) {
 				t.Errorf("the refusal does not say why: %q", out)
 			}
 		})
