@@ -60,6 +60,8 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Log:      eo.Log,
 		StateDir: eo.StateDir,
 		NoStage:  !checked.Request.Stage,
+		// A request names what it needs (ro): nothing is shown unasked.
+		NoDiscover: true,
 	}
 	var out gate.Result
 	o.reporter = newReporter(nil, nil)

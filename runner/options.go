@@ -122,6 +122,10 @@ type Options struct {
 	// NoStage turns off the staging of host paths named in Args (see
 	// package stage); sbx exec sets it unless the request asks to stage.
 	NoStage bool
+	// NoDiscover keeps sbx from showing a command installed outside the
+	// sandbox's view (see discover.go); a run that then ends with 127
+	// says where it is and how to show it.
+	NoDiscover bool
 
 	// Filled by resolvePaths: the resolved, checked host paths.
 	ws, home string
@@ -140,6 +144,10 @@ type Options struct {
 	// limitsNote is why a rootless run's limits are rlimits (set by
 	// rootlessLimits); spec notes it once nothing can refuse the run.
 	limitsNote error
+	// found and notFound are set by discover: the command's host
+	// installation, and what to say if the program is not found (127).
+	found    *discovery
+	notFound string
 }
 
 // resolvePaths resolves every host path of o (symlinks evaluated) and

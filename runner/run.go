@@ -301,6 +301,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 				fmt.Fprintf(o.Log, "sbx: the sandbox's PID 1 (sbx's shim) was killed by %s from outside sbx: the program's own status is lost\n", unix.SignalName(sig))
 			}
 			res.ExitCode = code
+			if code == sandbox.ExitNotFound && o.notFound != "" {
+				fmt.Fprint(o.Log, o.notFound)
+			}
 			if res.TimedOut {
 				res.ExitCode = ExitTimeout
 			}
@@ -493,6 +496,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	env, ro = o.discover(env, ro)
 	for _, kv := range env {
 		if !utf8.ValidString(kv) {
 			name, _, _ := strings.Cut(kv, "=")
