@@ -574,7 +574,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		return nil, nop, err
 	}
 	if o.limitsNote != nil {
-		writeLimitsNote(o.Log, o.limitsNote)
+		writeLimitsNote(o.Log, o.limitsNote, o.StateDir)
 	}
 	if o.forOwner {
 		fmt.Fprintf(o.Log, "sbx: running the program as %s (uid %d), the owner of the workspace, not as root\n", who.name, who.uid)
