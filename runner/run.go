@@ -549,6 +549,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		GID:        who.gid,
 		Limits:     o.Limits,
 		Terminal:   o.Terminal,
+		Umask:      callerUmask(),
 		Rootless:   rootless,
 		Cgroup:     cgroup,
 	}
