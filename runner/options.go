@@ -81,6 +81,9 @@ type Options struct {
 	Home string
 	// ReadOnly and ReadWrite are extra host paths to mount at their path.
 	ReadOnly, ReadWrite []string
+	// RequestReadOnly are read-only paths an sbx exec request names
+	// ("ro"): checked as the workspace is (never the home).
+	RequestReadOnly []string
 	// Env holds NAME (pass the host's value) and NAME=VALUE (set) entries
 	// added to the clean environment.
 	Env []string
@@ -185,6 +188,14 @@ func (o *Options) resolvePaths() error {
 		}
 		o.ro = append(o.ro, r)
 		paths = append(paths, hostPath{field: "--ro", path: r})
+	}
+	for _, p := range o.RequestReadOnly {
+		r, err := resolvePath("ro", p, cwd, true)
+		if err != nil {
+			return err
+		}
+		o.ro = append(o.ro, r)
+		paths = append(paths, hostPath{field: "ro", path: r})
 	}
 	for _, p := range o.ReadWrite {
 		r, err := resolvePath("--rw", p, cwd, true)
