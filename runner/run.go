@@ -176,6 +176,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			return res, err
 		}
 		defer term.restore()
+		term.holdLines(rep)
 	}
 	if o.rootOnly != nil {
 		spec.Masked = append(spec.Masked, <-o.rootOnly...)
