@@ -151,6 +151,8 @@ type Options struct {
 	// installation, and what to say if the program is not found (127).
 	found    *discovery
 	notFound string
+	// rwCopies are the --rw files copied into the sbx home (rwfile.go).
+	rwCopies []rwCopy
 }
 
 // resolvePaths resolves every host path of o (symlinks evaluated) and

@@ -116,6 +116,15 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	}
 	defer cleanup()
 	res.ID = spec.ID
+	// After the sandbox is destroyed (deferred earlier, so run later).
+	defer func() {
+		if err := o.copyBackRW(o.rwCopies, spec.Home); err != nil {
+			fmt.Fprintf(o.Log, "sbx: copying --rw files back: %v\n", err)
+			if res.CopyBackErr == nil {
+				res.CopyBackErr = err
+			}
+		}
+	}()
 
 	plan, err := stagePaths(spec, &o, stagingState)
 	if err != nil {
@@ -526,6 +535,11 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	}
 	home, cleanup, err := o.homeDir(who, id, ws)
 	if err != nil {
+		return nil, nop, err
+	}
+	rw, rwCopies := o.splitRWFiles(rw, ws) // see rwfile.go
+	if o.rwCopies, err = o.copyInRW(rwCopies, home); err != nil {
+		cleanup()
 		return nil, nop, err
 	}
 	wd := ws

@@ -28,7 +28,7 @@ func TestExecReadOnlyPaths(t *testing.T) {
 	}
 	// A file alone, read-only: readable, not writable (the host's own
 	// file, which its owner can write outside).
-	run = b.exec(b.req(append([]string{"sh", "-c", `cat "$0"; echo x >> "$0" || echo refused`, tool}), append([]any{"ro", []string{tool}}, shell...)...))
+	run = b.exec(b.req([]string{"sh", "-c", `cat "$0"; echo x >> "$0" || echo refused`, tool}, append([]any{"ro", []string{tool}}, shell...)...))
 	run.wantExited(t, 0)
 	if want := "#!/bin/sh\necho tool ran\nrefused\n"; !strings.HasPrefix(run.res.Output, want) || !strings.Contains(run.res.Output, "Read-only file system") {
 		t.Errorf("ro file: output %q, want %q and EROFS", run.res.Output, want)

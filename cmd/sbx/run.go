@@ -48,7 +48,10 @@ Flags:
                     shell rc files (open one with --rw PATH, e.g. --rw .git
                     to commit from inside)
   --ro PATH         also show PATH read-only at its own path (repeatable)
-  --rw PATH         also show PATH read-write at its own path (repeatable)
+  --rw PATH         also show PATH read-write at its own path (repeatable); a
+                    single file below your home is copied in and back (so a
+                    save by rename works), one in the writable workspace is
+                    the workspace's own
   --home DIR|tmp    host directory behind $HOME (default:
                     ${XDG_DATA_HOME:-~/.local/share}/sbx/home); "tmp" for a
                     throwaway home removed after the run
