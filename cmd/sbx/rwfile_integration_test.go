@@ -51,6 +51,24 @@ func TestRWFileAtomicSave(t *testing.T) {
 		}
 	})
 
+	t.Run("changed on both sides", func(t *testing.T) {
+		b := b.in(t)
+		writeFile(t, conf, "host-a\n", 0o640)
+		chownToUser(t, conf)
+		p := b.start(env, "run", "--rw", conf, "--", "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.05; done; echo sandbox-b > "$1"`, "sh", conf)
+		p.waitLine("ready")
+		writeFile(t, conf, "host-b\n", 0o640) // the host changes it meanwhile
+		chownToUser(t, conf)
+		writeFile(t, filepath.Join(b.ws, "go"), "", 0o644)
+		r := p.wait()
+		if r.code != 0 || !strings.Contains(r.stderr, "sbx: --rw "+conf+": changed on the host during the run too: kept the host's; the sandbox's version is ") {
+			t.Errorf("both changed: got %v, want the host's kept and the sandbox's named", r)
+		}
+		if data, _ := os.ReadFile(conf); string(data) != "host-b\n" {
+			t.Errorf("host file: %q, want the host's own change", data)
+		}
+	})
+
 	t.Run("symlink planted", func(t *testing.T) {
 		b := b.in(t)
 		// The program swaps the file for a link to a file it cannot
