@@ -66,7 +66,7 @@ const RootlessCgroupParent = CgroupParent + "-rootless"
 
 // RlimitLimits describes what the rlimit fallback of a rootless sandbox
 // without a delegated cgroup enforces, and how it is weaker than cgroups.
-const RlimitLimits = "memory and processes are per-process rlimits (RLIMIT_DATA, RLIMIT_NPROC), CPU is not limited"
+const RlimitLimits = "memory is RLIMIT_DATA per process, processes RLIMIT_NPROC, CPU unlimited"
 
 // The memory limit of the rlimit fallback is RLIMIT_DATA, not RLIMIT_AS:
 // RLIMIT_DATA (Linux 4.7+) counts a process's private writable mappings,

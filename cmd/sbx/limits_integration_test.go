@@ -271,6 +271,13 @@ func readTrim(t *testing.T, path string) string {
 // fetch does (undici): V8 reserves ~10 GiB of address space for it.
 const wasmProbe = `WebAssembly.instantiate(new Uint8Array([0,97,115,109,1,0,0,0,5,3,1,0,1])).then(() => console.log("wasm ok"), e => { console.log(e.message); process.exit(1) })`
 
+// fetchProbe is a Node fetch from a server of its own on the sandbox's
+// loopback: undici instantiates its HTTP parser as WebAssembly.
+const fetchProbe = `const s = require("http").createServer((q, r) => r.end("pong")).listen(0, "127.0.0.1", async () => {
+  try { const r = await fetch("http://127.0.0.1:" + s.address().port); console.log("fetch", await r.text()) }
+  catch (e) { console.log((e.cause || e).message); process.exitCode = 1 }
+  s.close() })`
+
 // checkWasmSurvives checks that a V8 program reserving address space runs
 // under the rlimit fallback (RLIMIT_DATA), while the same program on the
 // host under the old fallback, an RLIMIT_AS of 8x 512 MiB, fails: the
@@ -283,6 +290,9 @@ func checkWasmSurvives(t *testing.T, run func(args ...string) result) {
 	if r := run("--", "node", "-e", wasmProbe); r.code != 0 || r.stdout != "wasm ok\n" {
 		t.Errorf("WebAssembly under the rlimit fallback: want it to run\n%v", r)
 	}
+	if r := run("--", "node", "-e", fetchProbe); r.code != 0 || r.stdout != "fetch pong\n" {
+		t.Errorf("a Node fetch under the rlimit fallback: want it to work\n%v", r)
+	}
 	host := func(limit string) (string, error) {
 		out, err := exec.Command("prlimit", limit, "/usr/bin/node", "-e", wasmProbe).Output()
 		return string(out), err
@@ -292,5 +302,9 @@ func checkWasmSurvives(t *testing.T, run func(args ...string) result) {
 	}
 	if out, err := host("--data=" + strconv.Itoa(512<<20)); err != nil || out != "wasm ok\n" {
 		t.Errorf("control: WebAssembly under RLIMIT_DATA 512 MiB on the host: got %q (%v), want it to run", out, err)
+	}
+	out, err := exec.Command("prlimit", "--as="+strconv.Itoa(8*512<<20), "/usr/bin/node", "-e", fetchProbe).Output()
+	if err == nil || !strings.Contains(string(out), "Out of memory") {
+		t.Errorf("control: a Node fetch under RLIMIT_AS 4 GiB on the host: got %q (%v), want Out of memory", out, err)
 	}
 }
