@@ -54,7 +54,9 @@ var homeMarkers = []string{".ssh", ".gnupg", ".aws", ".config", ".bashrc", ".pro
 // directories the sandbox shows at their own path.
 func (o *Options) discover(env []string, ro []string) ([]string, []string) {
 	name := o.Args[0]
-	if strings.Contains(name, "/") {
+	// sbx exec (whose reporter Exec sets) names its paths in the request
+	// and keeps stderr free of hints.
+	if strings.Contains(name, "/") || o.reporter != nil {
 		return env, ro
 	}
 	sboxPath := envValue(env, "PATH")
