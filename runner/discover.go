@@ -145,11 +145,18 @@ func (o *Options) notFoundHint(env []string) string {
 	var b strings.Builder
 	if d := o.found; d != nil && (d.refuse != "" || o.NoDiscover) {
 		flags := ""
-		for _, s := range d.show {
-			flags += " --ro " + s
+		bins := d.bins
+		if d.refuse != "" {
+			// Never advise showing what sbx refused (a home): the
+			// command's own file at most.
+			flags, bins = " --ro "+realPath(d.found), []string{filepath.Dir(d.found)}
+		} else {
+			for _, s := range d.show {
+				flags += " --ro " + s
+			}
 		}
-		if len(d.bins) > 0 {
-			flags += " --env PATH=" + strings.Join(d.bins, ":") + ":\"$PATH\""
+		if len(bins) > 0 {
+			flags += " --env PATH=" + strings.Join(bins, ":") + ":\"$PATH\""
 		}
 		why := "--no-discover"
 		if d.refuse != "" {

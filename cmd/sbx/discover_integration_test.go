@@ -105,7 +105,8 @@ func TestDiscoverNvmAgent(t *testing.T) {
 	writeFile(t, filepath.Join(home, name+"-home"), "#!/bin/sh\necho home\n", 0o755)
 	chownToUser(t, filepath.Join(home, name+"-home"))
 	r = b.runOpts(opts{env: append(env, "PATH="+home+":/usr/bin:/bin")}, "--", name+"-home")
-	if r.code != 127 || !strings.Contains(r.stderr, "is or contains your home directory") {
+	if r.code != 127 || !strings.Contains(r.stderr, "is or contains your home directory") ||
+		!strings.Contains(r.stderr, "to show it: --ro "+filepath.Join(home, name+"-home")+" --env PATH="+home+":") {
 		t.Errorf("a command in the home: got %v, want 127 saying the home is not shown", r)
 	}
 }
