@@ -375,8 +375,9 @@ func installOf(found string) (show, bins []string) {
 		return nil, nil
 	}
 	dir := realPath(filepath.Dir(found))
-	if filepath.Base(dir) == "bin" {
-		p := filepath.Dir(dir)
+	// ~/.local as an npm prefix (prefix=~/.local) also holds every
+	// application's data (~/.local/share): only its bin and the package.
+	if p := filepath.Dir(dir); filepath.Base(dir) == "bin" && filepath.Base(p) != ".local" {
 		marks := []string{"lib/node_modules", "install/global", "pyvenv.cfg"}
 		for _, m := range marks {
 			if _, err := os.Stat(filepath.Join(p, m)); err == nil && within(real, p) {

@@ -101,6 +101,8 @@ func TestInstallOf(t *testing.T) {
 	mk(filepath.Join(local, "share/pipx/venvs/x/pyvenv.cfg"), "")
 	mk(filepath.Join(local, "share/pipx/venvs/x/bin/x"), "#!/x/python\n")
 	ln(filepath.Join(local, "share/pipx/venvs/x/bin/x"), filepath.Join(local, "bin/x"))
+	mk(filepath.Join(local, "lib/node_modules/npmpkg/cli.js"), "#!/usr/bin/env node\n")
+	ln("../lib/node_modules/npmpkg/cli.js", filepath.Join(local, "bin/npmpkg"))
 	mk(filepath.Join(local, "bin/single"), "\x7fELF")
 	mk(filepath.Join(local, "share/claude/versions/1.2.3"), "\x7fELF")
 	ln(filepath.Join(local, "share/claude/versions/1.2.3"), filepath.Join(local, "bin/claude"))
@@ -112,6 +114,7 @@ func TestInstallOf(t *testing.T) {
 		{filepath.Join(nvm, "bin/pkg"), []string{nvm}, []string{nvm + "/bin"}},
 		{filepath.Join(bun, "bin/tool"), []string{bun}, []string{bun + "/bin"}},
 		{filepath.Join(local, "bin/x"), []string{local + "/bin", local + "/share/pipx/venvs/x"}, []string{local + "/bin"}},
+		{filepath.Join(local, "bin/npmpkg"), []string{local + "/bin", local + "/lib/node_modules/npmpkg"}, []string{local + "/bin"}},
 		{filepath.Join(local, "bin/single"), []string{local + "/bin"}, []string{local + "/bin"}},
 		{filepath.Join(local, "bin/claude"), []string{local + "/bin", local + "/share/claude/versions"}, []string{local + "/bin"}},
 	} {
