@@ -38,6 +38,14 @@ type discovery struct {
 	show   []string // resolved paths to show read-only
 	bins   []string // directories to put first on the sandbox's PATH
 	refuse string   // why show is not shown ("" when it is)
+	note   string   // what sbx says once the run cannot be refused any more
+}
+
+// writeNote says what discovery showed, if anything.
+func (d *discovery) writeNote(w io.Writer) {
+	if d != nil && d.note != "" {
+		io.WriteString(w, d.note)
+	}
 }
 
 // homeMarkers are entries of a home directory: a prefix that holds one is
@@ -130,7 +138,7 @@ func (o *Options) discover(env []string, ro []string) ([]string, []string) {
 	o.ro = ro
 	path := strings.Join(append(append([]string{}, d.bins...), sboxPath), ":")
 	env = setEnvValue(env, "PATH", path)
-	fmt.Fprintf(o.Log, "sbx: %s is not in the sandbox but installed at %s: showing %s read-only, %s first on PATH (--no-discover turns this off)\n",
+	d.note = fmt.Sprintf("sbx: %s is not in the sandbox but installed at %s: showing %s read-only, %s first on PATH (--no-discover turns this off)\n",
 		name, d.found, strings.Join(d.show, " and "), strings.Join(d.bins, ":"))
 	return env, ro
 }
