@@ -44,10 +44,12 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Args:      checked.Request.Command,
 		Workspace: checked.Root,
 		Write:     checked.Writable,
-		Cwd:       checked.Dir,
-		Home:      HomeTmp,
-		Net:       NetNone, // the tool's contract: no network at all
-		HostEnv:   eo.HostEnv,
+		// The request's ro paths, real, checked again as host paths.
+		RequestReadOnly: checked.ReadOnly,
+		Cwd:             checked.Dir,
+		Home:            HomeTmp,
+		Net:             NetNone, // the tool's contract: no network at all
+		HostEnv:         eo.HostEnv,
 		Limits: sandbox.Limits{
 			MemoryBytes: gate.MemoryBytes,
 			CPUs:        gate.CPUs,
@@ -62,6 +64,8 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		NoStage:  !checked.Request.Stage,
 		// The denials go to the result, not to Log.
 		QuietDenials: true,
+		// A request names what it needs (ro): nothing is shown unasked.
+		NoDiscover: true,
 	}
 	var out gate.Result
 	start := time.Now()

@@ -121,7 +121,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		r.rep = newReporter(nil, o.Violations)
 	}
 	r.plan(cleanup, staged)
-	r.ready = 3 // home, copy-back and report are set up by now
+	r.ready = 4 // home, the copy-backs and the report are set up by now
 	defer func() {
 		r.closeAll()
 		if res.CleanupErr != nil && retErr == nil {
@@ -243,6 +243,9 @@ func (r *run) wait(ctx context.Context, sigs chan os.Signal) error {
 				fmt.Fprintf(o.Log, "sbx: the sandbox's PID 1 (sbx's shim) was killed by %s from outside sbx: the program's own status is lost\n", unix.SignalName(sig))
 			}
 			res.ExitCode = code
+			if code == sandbox.ExitNotFound && o.notFound != "" {
+				fmt.Fprint(o.Log, o.notFound)
+			}
 			if res.TimedOut {
 				res.ExitCode = ExitTimeout
 			}
@@ -431,6 +434,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	env, ro = o.discover(env, ro)
 	for _, kv := range env {
 		if !utf8.ValidString(kv) {
 			name, _, _ := strings.Cut(kv, "=")
@@ -461,6 +465,11 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	rw, rwCopies := o.splitRWFiles(rw, ws) // see rwfile.go
+	if o.rwCopies, err = o.copyInRW(rwCopies, home); err != nil {
+		cleanup()
+		return nil, nop, err
+	}
 	wd := ws
 	if within(cwd, ws) {
 		wd = cwd
@@ -483,6 +492,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		GID:        who.gid,
 		Limits:     o.Limits,
 		Terminal:   o.Terminal,
+		Umask:      callerUmask(),
 		Rootless:   rootless,
 		Cgroup:     cgroup,
 	}
@@ -504,8 +514,9 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	o.tiers = t
 	o.protect = prot
 	if o.limitsNote != nil {
-		writeLimitsNote(o.Log, o.limitsNote)
+		writeLimitsNote(o.Log, o.limitsNote, o.StateDir)
 	}
+	o.found.writeNote(o.Log)
 	if o.forOwner {
 		fmt.Fprintf(o.Log, "sbx: running the program as %s (uid %d), the owner of the workspace, not as root\n", who.name, who.uid)
 	}

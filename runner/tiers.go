@@ -60,10 +60,12 @@ func (base) close(*run)         {}
 // egress proxy before the sandbox is destroyed (every denial they see is
 // reported), the terminal restored after it, the BPF tiers released after
 // that, the report finished once the wall's ring is drained, the staged
-// files copied back, and the throwaway home removed last.
+// files copied back, then the --rw files, and the throwaway home removed
+// last. The first four are set up before the plan (see Run).
 func (r *run) plan(cleanup func(), staged *stage.Plan) {
 	r.tiers = []tier{
 		&homeTier{cleanup: cleanup},
+		rwCopyBackTier{},
 		&copyBackTier{plan: staged},
 		reportTier{},
 	}
@@ -168,6 +170,19 @@ func (t *copyBackTier) close(r *run) {
 	if err := t.plan.Finish(); err != nil {
 		r.res.CopyBackErr = err
 		fmt.Fprintf(r.o.Log, "sbx: copying staged files back: %v\n", err)
+	}
+}
+
+// rwCopyBackTier copies single --rw files below the home back to the
+// host, after the staged files.
+type rwCopyBackTier struct{ base }
+
+func (rwCopyBackTier) close(r *run) {
+	if err := r.o.copyBackRW(r.o.rwCopies, r.spec.Home); err != nil {
+		fmt.Fprintf(r.o.Log, "sbx: copying --rw files back: %v\n", err)
+		if r.res.CopyBackErr == nil {
+			r.res.CopyBackErr = err
+		}
 	}
 }
 
@@ -277,6 +292,7 @@ func (terminalTier) prepare(r *run) error {
 		return err
 	}
 	r.term = t
+	t.holdLines(r.rep)
 	return nil
 }
 

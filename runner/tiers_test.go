@@ -72,7 +72,7 @@ func TestTierOrder(t *testing.T) {
 
 // TestPlanTeardownOrder: a root run with every tier closes the DNS stub
 // and the egress proxy before the sandbox, the BPF tiers after it, the
-// report after the wall, then copy-back, then the home.
+// report after the wall, then the copy-backs, then the home.
 func TestPlanTeardownOrder(t *testing.T) {
 	o := &Options{Terminal: true, Net: NetLoopback}
 	allow, err := egress.ParseAllowlist([]string{"example.com"})
@@ -87,7 +87,7 @@ func TestPlanTeardownOrder(t *testing.T) {
 	for i := len(r.tiers) - 1; i >= 0; i-- {
 		got = append(got, tierName(r.tiers[i]))
 	}
-	want := []string{"dns", "egress", "sandbox", "terminal", "lsm", "tracer", "wall", "report", "copy-back", "home"}
+	want := []string{"dns", "egress", "sandbox", "terminal", "lsm", "tracer", "wall", "report", "copy-back", "rw-copy-back", "home"}
 	if !slices.Equal(got, want) {
 		t.Errorf("teardown order\n got %v\nwant %v", got, want)
 	}
@@ -100,6 +100,8 @@ func tierName(t tier) string {
 		return "home"
 	case *copyBackTier:
 		return "copy-back"
+	case rwCopyBackTier:
+		return "rw-copy-back"
 	case reportTier:
 		return "report"
 	case *wallTier:

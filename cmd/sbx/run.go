@@ -48,7 +48,10 @@ Flags:
                     shell rc files (open one with --rw PATH, e.g. --rw .git
                     to commit from inside)
   --ro PATH         also show PATH read-only at its own path (repeatable)
-  --rw PATH         also show PATH read-write at its own path (repeatable)
+  --rw PATH         also show PATH read-write at its own path (repeatable); a
+                    single file below your home is copied in and back (so a
+                    save by rename works), one in the writable workspace is
+                    the workspace's own
   --home DIR|tmp    host directory behind $HOME (default:
                     ${XDG_DATA_HOME:-~/.local/share}/sbx/home); "tmp" for a
                     throwaway home removed after the run
@@ -82,6 +85,10 @@ Flags:
                     the host's network. WARNING: with host the program can
                     reach everything this machine can (your LAN, local
                     services, cloud metadata): no isolation
+  --no-discover     do not show a command that is missing in the sandbox
+                    but installed on the host (nvm, npm --prefix,
+                    ~/.local/bin, ~/.bun/bin): by default sbx shows its
+                    installation read-only and says so
   --violations FILE append every denied operation to FILE as a JSON line
                     (time, pid, comm, op, target, errno, tier); denials are
                     also summarized on stderr as "sbx: denied ..." lines
@@ -125,6 +132,8 @@ func cmdRun(args []string, s streams) int {
 	fs.StringVar(&violations, "violations", "", "")
 	fs.Var(&allowHosts, "allow-host", "")
 	fs.StringVar(&netMode, "net", netMode, "")
+	// Fitting the host (issue 18): see runner/discover.go.
+	fs.BoolVar(&o.NoDiscover, "no-discover", false, "")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
 	if err := fs.Parse(args); err != nil {
