@@ -70,10 +70,9 @@ func homeLockFree(stateDir, id string) (exists, free bool) {
 }
 
 // sweepTmpHomes removes the throwaway homes of runs whose sbx is gone (see
-// above), each as its owner, and their records. It returns how many.
-func sweepTmpHomes(stateDir string) int {
+// above), each as its owner, and their records.
+func sweepTmpHomes(stateDir string) {
 	homes, _ := filepath.Glob(filepath.Join(os.TempDir(), tmpHomePrefix+"*"))
-	n := 0
 	for _, h := range homes {
 		id, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(h), tmpHomePrefix), "-")
 		if !ok || sandbox.ValidID(id) != nil {
@@ -95,7 +94,6 @@ func sweepTmpHomes(stateDir string) int {
 		}
 		owner := hostfs.LookupCred(int(st.Uid), int(st.Gid))
 		if err := removeAsUser(owner, h); err == nil || errors.Is(err, fs.ErrNotExist) {
-			n++
 			os.Remove(tmpHomeLock(stateDir, id))
 		}
 		// Records are the lock file; the home's name is what is swept.
@@ -112,5 +110,4 @@ func sweepTmpHomes(stateDir string) int {
 			os.Remove(l)
 		}
 	}
-	return n
 }

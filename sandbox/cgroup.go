@@ -25,15 +25,6 @@ func Cgroup2Mount() (string, error) {
 	return m, nil
 }
 
-// Cgroup2Dir returns the cgroup2 directory of sandbox id.
-func Cgroup2Dir(id string) (string, error) {
-	m, err := Cgroup2Mount()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(m, CgroupParent, id), nil
-}
-
 // removeCgroups kills what is left in the cgroups of sandbox id in every
 // hierarchy and removes them; libcontainer normally does this, this is for
 // sandboxes whose state was never written.
