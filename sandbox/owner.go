@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/system"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,22 +48,14 @@ func writeOwner(runDir string) (*os.File, error) {
 	return f, nil
 }
 
-// procStart returns the start time (field 22 of /proc/pid/stat) of pid.
+// procStart returns the start time (field 22 of /proc/pid/stat, clock
+// ticks since boot) of pid.
 func procStart(pid int) (uint64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := system.Stat(pid)
 	if err != nil {
 		return 0, fmt.Errorf("read process start time: %w", err)
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("read process start time: malformed stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, errors.New("read process start time: malformed stat")
-	}
-	return strconv.ParseUint(f[19], 10, 64)
+	return st.StartTime, nil
 }
 
 // ownerAlive reports whether the sbx process recorded in runDir still runs.
