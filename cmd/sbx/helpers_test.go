@@ -79,20 +79,14 @@ func testMain(m *testing.M) int {
 		}
 		sbxBin = abs
 	} else {
-		dir, err := os.MkdirTemp("", "sbx-it-bin-")
+		bin, err := buildSbx("seccomp")
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "create build dir: %v\n", err)
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
-		sbxBin = filepath.Join(dir, "sbx")
-		build := exec.Command("go", "build", "-tags", "seccomp", "-o", sbxBin, ".")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "build sbx: %v\n", err)
-			return 1
-		}
+		sbxBin = bin
 	}
+	defer removeBuilds()
 	defer removeTestUserBins()
 	if name := os.Getenv(asUserEnv); name != "" {
 		cleanup, err := setupAsUser(name)
@@ -125,6 +119,52 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "runs that reclaimed sandboxes:\n  %s\n", strings.Join(reclaimLog, "\n  "))
 	}
 	return code
+}
+
+// builds are the binaries buildSbx made, by build tags.
+var builds struct {
+	sync.Mutex
+	bins map[string]string
+	dirs []string
+}
+
+// buildSbx builds this package's sbx with the build tags once per test
+// binary (later calls return the same path) into a directory of its own
+// that every user may search, so the rootless and as-user modes' user can
+// run it too. removeBuilds, deferred by TestMain, removes them.
+func buildSbx(tags string) (string, error) {
+	builds.Lock()
+	defer builds.Unlock()
+	if bin, ok := builds.bins[tags]; ok {
+		return bin, nil
+	}
+	dir, err := os.MkdirTemp("", "sbx-it-bin-")
+	if err != nil {
+		return "", fmt.Errorf("build sbx -tags %s: %w", tags, err)
+	}
+	builds.dirs = append(builds.dirs, dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", fmt.Errorf("build sbx -tags %s: %w", tags, err)
+	}
+	bin := filepath.Join(dir, "sbx")
+	if out, err := exec.Command("go", "build", "-tags", tags, "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build sbx -tags %s: %v\n%s", tags, err, out)
+	}
+	if builds.bins == nil {
+		builds.bins = map[string]string{}
+	}
+	builds.bins[tags] = bin
+	return bin, nil
+}
+
+// removeBuilds removes what buildSbx built.
+func removeBuilds() {
+	builds.Lock()
+	defer builds.Unlock()
+	for _, d := range builds.dirs {
+		_ = os.RemoveAll(d)
+	}
+	builds.bins, builds.dirs = nil, nil
 }
 
 // requireRoot skips t when the tests do not run as root: sbx run needs
