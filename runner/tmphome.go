@@ -13,6 +13,8 @@ import (
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/lockfile"
 )
 
 // Throwaway homes (--home tmp) live in the temp dir, outside the run dir
@@ -43,17 +45,8 @@ func registerTmpHome(stateDir, id string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("register throwaway home: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+id+".tmp-")
+	f, err := lockfile.Publish(tmpHomeLock(stateDir, id), nil)
 	if err != nil {
-		return nil, fmt.Errorf("register throwaway home: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("register throwaway home: %w", err)
-	}
-	if err := os.Link(f.Name(), tmpHomeLock(stateDir, id)); err != nil {
-		f.Close()
 		return nil, fmt.Errorf("register throwaway home: %w", err)
 	}
 	return f, nil
@@ -66,7 +59,8 @@ func homeLockFree(stateDir, id string) (exists, free bool) {
 		return false, false
 	}
 	defer f.Close()
-	return true, unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+	held, err := lockfile.TryLock(f)
+	return true, !held && err == nil
 }
 
 // sweepTmpHomes removes the throwaway homes of runs whose sbx is gone (see

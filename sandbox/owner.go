@@ -10,7 +10,7 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/system"
-	"golang.org/x/sys/unix"
+	"github.com/sbx-sandbox/sbx/internal/lockfile"
 )
 
 // The owner file of a run dir records the sbx process that created it: its
@@ -37,7 +37,11 @@ func writeOwner(runDir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write owner record: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	held, err := lockfile.TryLock(f)
+	if err == nil && held {
+		err = errors.New("held by another open file")
+	}
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock owner record: %w", err)
 	}
@@ -72,8 +76,8 @@ func ownerAlive(runDir string) bool {
 	var kind string
 	n, _ := fmt.Fscanf(f, "%d %d %s", &pid, &start, &kind)
 	if n == 3 && kind == ownerLock {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		return err != nil // taken: the owner is gone (closing f lets go)
+		held, err := lockfile.TryLock(f)
+		return held || err != nil // taken: the owner is gone (closing f lets go)
 	}
 	if n < 2 {
 		return false

@@ -10,12 +10,13 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
 
-	"golang.org/x/sys/unix"
+	"github.com/sbx-sandbox/sbx/internal/lockfile"
 )
 
 // manifestVersion is bumped when the manifest format changes incompatibly.
@@ -113,26 +114,11 @@ func createLock(stateDir, id string) (*os.File, error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir %s: %w", stateDir, err)
 	}
-	sfx, err := NewRunID()
+	f, err := lockfile.Publish(lockPath(stateDir, id), []byte(strconv.Itoa(os.Getpid())+"\n"))
+	if errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("run id %s is already in use", id)
+	}
 	if err != nil {
-		return nil, err
-	}
-	tmp := filepath.Join(stateDir, "."+id+".lock.tmp-"+sfx)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("create lock file: %w", err)
-	}
-	defer os.Remove(tmp)
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", tmp, err)
-	}
-	fmt.Fprintf(f, "%d\n", os.Getpid())
-	if err := os.Link(tmp, lockPath(stateDir, id)); err != nil {
-		f.Close()
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("run id %s is already in use", id)
-		}
 		return nil, fmt.Errorf("create lock file: %w", err)
 	}
 	return f, nil
@@ -141,23 +127,7 @@ func createLock(stateDir, id string) (*os.File, error) {
 // tryLock opens and locks an existing lock file without waiting. held
 // reports that another open file holds the lock (its run is alive); a
 // missing file gives (nil, false, nil).
-func tryLock(p string) (f *os.File, held bool, err error) {
-	f, err = os.OpenFile(p, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("open lock %s: %w", p, err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, true, nil
-		}
-		return nil, false, fmt.Errorf("lock %s: %w", p, err)
-	}
-	return f, false, nil
-}
+func tryLock(p string) (f *os.File, held bool, err error) { return lockfile.TryOpen(p) }
 
 // writeManifest replaces stateDir/<id>.json atomically (temp file, fsync,
 // rename, fsync of the directory).
