@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
 )
 
 // ResolveWorkspace checks a workspace and a working directory on disk and
@@ -67,7 +69,7 @@ func resolveIn(field, root, rel string) (string, error) {
 		return "", err
 	}
 	root = filepath.Clean(root)
-	if !inside(root, filepath.Join(root, rel)) {
+	if !hostfs.Within(filepath.Join(root, rel), root) {
 		return "", escape(field, rel)
 	}
 	cur := root
@@ -82,19 +84,19 @@ func resolveIn(field, root, rel string) (string, error) {
 		case "..":
 			// cur holds no symbolic link, so its parent is its lexical parent.
 			cur = filepath.Dir(cur)
-			if !inside(root, cur) && !ancestor(cur, root) {
+			if !hostfs.Within(cur, root) && !ancestor(cur, root) {
 				return "", escape(field, rel)
 			}
 			continue
 		}
 		next := filepath.Join(cur, p)
-		if !inside(root, next) && !ancestor(next, root) {
+		if !hostfs.Within(next, root) && !ancestor(next, root) {
 			return "", escape(field, rel) // decided without touching next
 		}
 		fi, err := os.Lstat(next)
 		if err != nil {
 			switch {
-			case !inside(root, next):
+			case !hostfs.Within(next, root):
 				return "", escape(field, rel)
 			case errors.Is(err, fs.ErrNotExist):
 				return "", rejectErr(field, fs.ErrNotExist, "%s %q: no such directory in the workspace", field, rel)
@@ -123,7 +125,7 @@ func resolveIn(field, root, rel string) (string, error) {
 		}
 		cur = next
 	}
-	if !inside(root, cur) {
+	if !hostfs.Within(cur, root) {
 		return "", escape(field, rel)
 	}
 	// Check the result once more as the kernel sees it now.
@@ -131,19 +133,10 @@ func resolveIn(field, root, rel string) (string, error) {
 	if err != nil {
 		return "", rejectErr(field, err, "%s %q: %v", field, rel, unwrapPath(err))
 	}
-	if !inside(root, real) {
+	if !hostfs.Within(real, root) {
 		return "", escape(field, rel)
 	}
 	return real, nil
-}
-
-// inside reports whether p is root or below it. Both must be clean and
-// absolute.
-func inside(root, p string) bool {
-	if root == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == root || strings.HasPrefix(p, root+"/")
 }
 
 // ancestor reports whether a is a strict ancestor of p.

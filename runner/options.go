@@ -392,6 +392,10 @@ func resolvePath(what, p, cwd string, files bool) (string, error) {
 }
 
 // within reports whether p is root or lies below it.
+// (A root may carry a trailing slash; see [hostfs.Within].)
 func within(p, root string) bool {
-	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+	if r := strings.TrimSuffix(root, "/"); r != "" {
+		root = r
+	}
+	return hostfs.Within(p, root)
 }

@@ -96,7 +96,7 @@ func (o *Options) normalize() error {
 	if o.HostHome != "" {
 		o.HostHome = filepath.Clean(o.HostHome)
 	}
-	if within(o.StateDir, o.SandboxHome) || within(hostfs.ResolvePrefix(o.StateDir), hostfs.ResolvePrefix(o.SandboxHome)) {
+	if hostfs.Within(o.StateDir, o.SandboxHome) || hostfs.Within(hostfs.ResolvePrefix(o.StateDir), hostfs.ResolvePrefix(o.SandboxHome)) {
 		return fmt.Errorf("stage: state dir %s is inside the sandbox home %s (the sandbox could forge manifests)", o.StateDir, o.SandboxHome)
 	}
 	if o.RunID == "" {
@@ -114,8 +114,6 @@ func (o *Options) normalize() error {
 	}
 	return nil
 }
-
-func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 // Plan is the result of Prepare: the rewritten argv and what Finish must
 // copy back. Its methods are safe for concurrent use.
