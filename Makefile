@@ -64,6 +64,7 @@ fuzz:
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzRunFlags$$' -fuzztime $(FUZZTIME) ./cmd/sbx/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) ./egress/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseGitConfig$$' -fuzztime $(FUZZTIME) ./runner/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME) ./internal/runid/
 
 ## check: what a contributor runs without root, apt or QEMU: vet, lint,
 ## and the unit tests of the pure packages (as root it runs the same tests;

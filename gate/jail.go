@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+
+	"github.com/sbx-sandbox/sbx/internal/runid"
 )
 
 // ResolveWorkspace checks a workspace and a working directory on disk and
@@ -180,11 +182,8 @@ func ValidName(s string) error {
 	case len(s) > MaxNameBytes:
 		return reject("name", "name is %d bytes long; the limit is %d", len(s), MaxNameBytes)
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return reject("name", "name %q may hold only A-Z a-z 0-9 . _ -", s)
-		}
+	if !runid.Valid(s) {
+		return reject("name", "name %q may hold only A-Z a-z 0-9 . _ -", s)
 	}
 	return nil
 }

@@ -1,15 +1,12 @@
 package stage
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +14,8 @@ import (
 	"github.com/sbx-sandbox/sbx/hostfs"
 
 	"github.com/sbx-sandbox/sbx/internal/lockfile"
+
+	"github.com/sbx-sandbox/sbx/internal/runid"
 )
 
 // manifestVersion is bumped when the manifest format changes incompatibly.
@@ -83,23 +82,6 @@ func (e *entry) wants(rel string) bool {
 		return strings.HasSuffix(rel, SessionExt) && !strings.HasPrefix(path.Base(rel), ".")
 	}
 	return rel == e.Name
-}
-
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-
-// validRunID reports whether id can name a directory: ^[A-Za-z0-9._-]+$
-// and neither "." nor "..".
-func validRunID(id string) bool {
-	return runIDPattern.MatchString(id) && id != "." && id != ".."
-}
-
-// NewRunID returns 16 random hex digits.
-func NewRunID() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("generate run id: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
 }
 
 func lockPath(stateDir, id string) string     { return filepath.Join(stateDir, id+".lock") }
@@ -171,7 +153,7 @@ func readManifest(stateDir, id string) (*manifest, error) {
 	if m.Version != manifestVersion {
 		return nil, &staleError{path: manifestPath(stateDir, id), version: m.Version}
 	}
-	if m.RunID != id || !validRunID(m.RunID) || !filepath.IsAbs(m.SandboxHome) {
+	if m.RunID != id || !runid.Valid(m.RunID) || !filepath.IsAbs(m.SandboxHome) {
 		return nil, fmt.Errorf("manifest %s: inconsistent run id or sandbox home", manifestPath(stateDir, id))
 	}
 	return &m, nil

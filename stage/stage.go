@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+
+	"github.com/sbx-sandbox/sbx/internal/runid"
 )
 
 const (
@@ -48,7 +50,7 @@ type Options struct {
 	// writes to. Prepare refuses a StateDir inside SandboxHome.
 	StateDir string
 	// RunID names the run's staging dir; ^[A-Za-z0-9._-]+$. "" draws one
-	// (NewRunID).
+	// (runid.New).
 	RunID string
 	// Roots are the allowed roots; nil means DefaultRoots. Each is resolved
 	// (symlinks); missing ones and "/" are dropped.
@@ -100,13 +102,13 @@ func (o *Options) normalize() error {
 		return fmt.Errorf("stage: state dir %s is inside the sandbox home %s (the sandbox could forge manifests)", o.StateDir, o.SandboxHome)
 	}
 	if o.RunID == "" {
-		id, err := NewRunID()
+		id, err := runid.New()
 		if err != nil {
 			return err
 		}
 		o.RunID = id
 	}
-	if !validRunID(o.RunID) {
+	if !runid.Valid(o.RunID) {
 		return fmt.Errorf("stage: invalid run id %q (want ^[A-Za-z0-9._-]+$, not . or ..)", o.RunID)
 	}
 	if o.Warn == nil {
