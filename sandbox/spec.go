@@ -98,7 +98,7 @@ type Spec struct {
 	// cgroup2 mount) to create in a subtree delegated to the user; empty
 	// means there is none, and Limits are applied as rlimits instead.
 	Cgroup string
-	// ShimConfig is passed to the shim inside the sandbox (see [ShimConfig]).
+	// Shim is passed to the shim inside the sandbox (see [ShimConfig]).
 	Shim ShimConfig
 }
 
