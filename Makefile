@@ -6,7 +6,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 
-.PHONY: all build deps demo check lint test test-rootless fuzz vet generate generate-check bench clean vmtest e2e-vm escape
+.PHONY: all build deps demo check lint lint-tool test test-rootless fuzz vet generate generate-check bench clean vmtest e2e-vm escape
 
 all: build
 
@@ -81,6 +81,9 @@ check: vet lint
 # a module dependency of sbx). Its configuration: .golangci.yml.
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(CURDIR)/.cache/bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+## lint-tool: install the pinned golangci-lint into .cache/bin (once)
+lint-tool: $(GOLANGCI_LINT)
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(dir $@)
