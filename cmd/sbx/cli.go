@@ -68,6 +68,10 @@ func sbxMain(args []string, s streams) int {
 				return cmdExec([]string{"--help"}, s)
 			case "doctor":
 				return cmdDoctor([]string{"--help"}, s)
+			case "version", "help":
+			default:
+				fmt.Fprintf(s.err, "sbx: help: unknown command %q (see sbx --help)\n", args[1])
+				return exitSbxError
 			}
 		}
 		fmt.Fprint(s.out, usage)

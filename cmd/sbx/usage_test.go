@@ -36,6 +36,8 @@ func TestUsageExitCodes(t *testing.T) {
 		{"--help", []string{"--help"}, 0, ""},
 		{"-h", []string{"-h"}, 0, ""},
 		{"help run", []string{"help", "run"}, 0, ""},
+		{"help version", []string{"help", "version"}, 0, ""},
+		{"help unknown", []string{"help", "frob"}, 125, `sbx: help: unknown command "frob"`},
 		{"run --help", []string{"run", "--help"}, 0, ""},
 		{"exec --help", []string{"exec", "--help"}, 0, ""},
 		{"run no command", []string{"run"}, 125, "sbx: run: no command given"},
