@@ -72,7 +72,7 @@ func cmdRun(args []string, s streams) int {
 	fs.BoolVar(&o.Write, "write", false, "make the workspace writable, except the entries that run later outside the sandbox, which stay read-only: .git, .gitmodules, .sbx*, .envrc, .vscode, .idea, .mcp.json, shell rc files (open one with --rw PATH, e.g. --rw .git to commit from inside)")
 	fs.BoolVar(&o.Write, "w", false, "")
 	fs.Var(&ro, "ro", "`PATH` also show PATH read-only at its own path (repeatable)")
-	fs.Var(&rw, "rw", "`PATH` also show PATH read-write at its own path (repeatable)")
+	fs.Var(&rw, "rw", "`PATH` also show PATH read-write at its own path (repeatable); a single file below your home is copied in and back (so a save by rename works), one in the writable workspace is the workspace's own")
 	fs.StringVar(&o.Home, "home", "", "`DIR|tmp` host directory behind $HOME (default: ${XDG_DATA_HOME:-~/.local/share}/sbx/home); \"tmp\" for a throwaway home removed after the run")
 	fs.Var(&env, "env", "`NAME` pass the host's NAME through (repeatable)\n`NAME=VALUE` set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG, LC_*, TZ and SBX=1 are set otherwise")
 	fs.StringVar(&memory, "memory", memory, "`SIZE` memory limit, e.g. 512m, 2g (default 512m); exceeding it kills the program")
@@ -84,6 +84,8 @@ func cmdRun(args []string, s streams) int {
 	fs.StringVar(&violations, "violations", "", "`FILE` append every denied operation to FILE as a JSON line (time, pid, comm, op, target, errno, tier); denials are also summarized on stderr as \"sbx: denied ...\" lines")
 	fs.Var(&allowHosts, "allow-host", "`HOST[:PORT]` let the program reach HOST (port 443 unless given) through sbx's HTTP proxy (repeatable). HOST is a name, *.DOMAIN for its subdomains (not DOMAIN itself), or an IP address ([::1]:8080). HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY (both cases) and NODE_USE_ENV_PROXY=1 are set; names that resolve to loopback, private or link-local addresses are refused unless that address is allowed itself")
 	fs.StringVar(&netMode, "net", netMode, "`MODE` loopback (default): the sandbox's own loopback (127.0.0.1, ::1: servers and clients of the program itself, not this machine's) and the --allow-host destinations; every other destination is refused and reported. none: no inet socket at all but the --allow-host proxy's. host: share the host's network. WARNING: with host the program can reach everything this machine can (your LAN, local services, cloud metadata): no isolation")
+	// Fitting the host (issue 18): see runner/discover.go.
+	fs.BoolVar(&o.NoDiscover, "no-discover", false, "do not show a command that is missing in the sandbox but installed on the host (nvm, npm --prefix, ~/.local/bin, ~/.bun/bin): by default sbx shows its installation read-only and says so")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
 	if err := fs.Parse(args); err != nil {
