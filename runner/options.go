@@ -23,7 +23,6 @@ const ExitTimeout = 124
 
 // Defaults of the limits, as the container variant's sandbox tool.
 const (
-	DefaultMemory  = 512 << 20
 	DefaultCPUs    = 1.0
 	DefaultPids    = 256
 	DefaultTmpSize = 512 << 20
@@ -165,10 +164,7 @@ func (o *Options) resolvePaths() error {
 	if Rootless() && os.Geteuid() != os.Getuid() {
 		return errors.New("sbx must not be setuid: run it as yourself (rootless) or with sudo")
 	}
-	who, err := currentInvoker(o.hostLookup)
-	if err != nil {
-		return err
-	}
+	who := currentInvoker(o.hostLookup)
 	o.who = who
 	o.cred = hostfs.LookupCred(who.uid, who.gid)
 	cwd, err := filepath.EvalSymlinks(o.Cwd)
@@ -291,7 +287,10 @@ type invoker struct {
 	home     string
 }
 
-func currentInvoker(env func(string) (string, bool)) (invoker, error) {
+// currentInvoker returns the user a run is for, from the process's ids and
+// (as root) sudo's variables; a uid without a passwd entry gets a home
+// under /tmp.
+func currentInvoker(env func(string) (string, bool)) invoker {
 	uidStr, sudo := env("SUDO_UID")
 	if !sudo || os.Getuid() != 0 {
 		uidStr = strconv.Itoa(os.Getuid())
@@ -304,7 +303,7 @@ func currentInvoker(env func(string) (string, bool)) (invoker, error) {
 		if g, ok := env("SUDO_GID"); ok && sudo {
 			gid, _ = strconv.Atoi(g)
 		}
-		return invoker{uid: uid, gid: gid, name: uidStr, home: "/tmp"}, nil
+		return invoker{uid: uid, gid: gid, name: uidStr, home: "/tmp"}
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
@@ -314,7 +313,7 @@ func currentInvoker(env func(string) (string, bool)) (invoker, error) {
 			home = filepath.Clean(h)
 		}
 	}
-	return invoker{uid: uid, gid: gid, name: u.Username, home: home}, nil
+	return invoker{uid: uid, gid: gid, name: u.Username, home: home}
 }
 
 // cleanEnv builds the program's environment: a few host variables that
@@ -390,7 +389,7 @@ func validEnvName(k string) bool {
 	return true
 }
 
-// resolveDir makes p absolute (against cwd), resolves symlinks and checks
+// resolvePath makes p absolute (against cwd), resolves symlinks and checks
 // that it is an existing directory (or file, when files is true).
 func resolvePath(what, p, cwd string, files bool) (string, error) {
 	if p == "" {
@@ -417,6 +416,10 @@ func resolvePath(what, p, cwd string, files bool) (string, error) {
 }
 
 // within reports whether p is root or lies below it.
+// (A root may carry a trailing slash; see [hostfs.Within].)
 func within(p, root string) bool {
-	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+	if r := strings.TrimSuffix(root, "/"); r != "" {
+		root = r
+	}
+	return hostfs.Within(p, root)
 }

@@ -143,7 +143,8 @@ func setupAsUser(name string) (func(), error) {
 	// The dirs sbx would create itself (its state dir and the run dirs
 	// below it), made now so that the run watcher can watch them.
 	for _, d := range []string{m.runDir, filepath.Join(m.runDir, "sbx"), filepath.Join(m.runDir, "sbx", "run")} {
-		if err := os.MkdirAll(d, 0o700); err == nil {
+		err := os.MkdirAll(d, 0o700)
+		if err == nil {
 			err = os.Chown(d, u.uid, u.gid)
 		}
 		if err != nil {
