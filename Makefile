@@ -69,7 +69,7 @@ fuzz:
 ## check: what a contributor runs without root, apt or QEMU: vet, lint,
 ## and the unit tests of the pure packages (as root it runs the same tests;
 ## their privileged parts, as ordinary users skip them, belong to make test)
-CHECK_PKGS ?= ./gate/ ./stage/ ./egress/ ./hostfs/ ./internal/... ./runner/ ./sandbox/
+CHECK_PKGS ?= ./gate/ ./stage/ ./egress/ ./hostfs/ ./internal/... ./runner/ ./sandbox/ ./policy/ ./hostcheck/ ./canary/
 # cmd/sbx's in-process CLI tests (help, usage errors, docs); its
 # integration tests need root and belong to make test.
 CHECK_CLI_RUN := ^(TestUsageExitCodes|TestFlagError|TestNearestFlag|TestFlagEntries|TestHelpGolden|TestDocs.*|TestEveryFlagHasUsage|TestParseFlagHelpUndescribed|TestCompletionsParse|TestManPageRenders|TestParseSize)$$

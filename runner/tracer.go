@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -121,7 +122,12 @@ type mountPoint struct {
 // readMountTable reads the mount table of pid (as its /proc/PID/mountinfo
 // shows it, relative to its root).
 func readMountTable(pid int) (mountTable, error) {
-	ms, err := mountinfo.PidMountInfo(pid)
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read sandbox mount table: %w", err)
+	}
+	defer f.Close()
+	ms, err := mountinfo.GetMountsFromReader(f, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read sandbox mount table: %w", err)
 	}
