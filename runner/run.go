@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -136,6 +137,10 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	rep := newReporter(o.Log, o.Violations)
 	if o.reporter != nil {
 		rep = o.reporter
+	}
+	rep.silent = o.Quiet
+	for _, h := range spec.Hidden {
+		rep.masks = append(rep.masks, h.Path)
 	}
 	defer rep.finish()
 	var wall *netWall
@@ -519,9 +524,23 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	if err := o.extraProtection(&prot); err != nil {
+		return nil, nop, err
+	}
+	hidden, err := o.hiddenPaths()
+	if err != nil {
+		return nil, nop, err
+	}
 	home, cleanup, err := o.homeDir(who, id, ws)
 	if err != nil {
 		return nil, nop, err
+	}
+	var hiddenFile string
+	if slices.ContainsFunc(hidden, func(h sandbox.Hidden) bool { return !h.Dir }) {
+		if hiddenFile, err = maskFile(o.StateDir); err != nil {
+			cleanup()
+			return nil, nop, err
+		}
 	}
 	wd := ws
 	if within(cwd, ws) {
@@ -547,6 +566,8 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		Terminal:   o.Terminal,
 		Rootless:   rootless,
 		Cgroup:     cgroup,
+		Hidden:     hidden,
+		HiddenFile: hiddenFile,
 	}
 	if rootless && cgroup == "" {
 		spec.Limits.CPUs = 0 // no rlimit for CPU bandwidth (see the note)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
@@ -55,10 +56,10 @@ Flags:
   --env NAME        pass the host's NAME through (repeatable)
   --env NAME=VALUE  set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG,
                     LC_*, TZ and SBX=1 are set otherwise
-  --memory SIZE     memory limit, e.g. 512m, 2g (default 512m); exceeding it
-                    kills the program
-  --cpus N          CPU limit in cores (default 1)
-  --pids N          process limit (default 256); fork fails beyond it
+  --memory SIZE     memory limit, e.g. 512m, 2g (default: half the RAM, here
+                    {{memory}}); exceeding it kills the program
+  --cpus N          CPU limit in cores (default: all CPUs, here {{cpus}})
+  --pids N          process limit (default {{pids}}); fork fails beyond it
   --timeout DUR     kill the whole sandbox after DUR (e.g. 30s, 5m); status 124
   --tty MODE        auto|always|never: give the program its own pty
                     (auto: when stdin and stdout are terminals)
@@ -85,6 +86,25 @@ Flags:
   --violations FILE append every denied operation to FILE as a JSON line
                     (time, pid, comm, op, target, errno, tier); denials are
                     also summarized on stderr as "sbx: denied ..." lines
+  --quiet           print no "sbx: denied ..." lines (--violations and the
+                    count at the end stay)
+  --mask PATH       show PATH (file or directory) empty and unreadable: the
+                    program gets EACCES, reported as a denial (repeatable)
+  --protect PATH    keep PATH read-only inside the writable trees, as the
+                    protected entries (repeatable)
+  --profile NAME    apply the profile NAME (sbx profile list); without it,
+                    the profile named as the command's basename applies, if
+                    any (said on stderr)
+  --no-profile      apply no profile
+  --settings FILE   read Anthropic sandbox-runtime settings (JSON:
+                    network.allowedDomains, filesystem.denyRead, allowWrite,
+                    denyWrite) as flags; a key sbx cannot honour is an
+                    error; files after the first may only tighten
+                    (repeatable)
+
+Precedence: flags, then the profile (and its settings files), then the
+[defaults] of ${XDG_CONFIG_HOME:-~/.config}/sbx/config.toml (never one inside
+the workspace), then the built-in defaults. Lists add up across them.
 
 Exit status: the program's own; 128+N if it died of signal N; 124 on timeout;
 126 if CMD is not executable; 127 if it is not found; 125 if sbx itself failed
@@ -99,15 +119,18 @@ func cmdRun(args []string, s streams) int {
 	var (
 		o           runner.Options
 		ro, rw, env listFlag
-		memory            = "512m"
-		cpus              = runner.DefaultCPUs
-		pids        int64 = runner.DefaultPids
+		memory            = formatSize(hostMemory())
+		cpus              = hostCPUs()
+		pids        int64 = runDefaultPids
 		tty               = "auto"
 		policy            = "auto"
 		violations  string
 		allowHosts  listFlag
 		netMode     = "loopback"
 		help        bool
+		// explicitLimits: the limits given by a flag, the config or a
+		// profile, not the host-sized defaults.
+		explicitLimits []string
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "")
 	fs.BoolVar(&o.Write, "write", false, "")
@@ -127,20 +150,63 @@ func cmdRun(args []string, s streams) int {
 	fs.StringVar(&netMode, "net", netMode, "")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
+	// Profiles, the config file, srt settings, masks, --quiet (#18, #20).
+	var pf profileFlags
+	pf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(s.out, runUsage)
+			fmt.Fprint(s.out, runHelp())
 			return 0
 		}
 		return fail(s, fmt.Errorf("run: %v (see sbx run --help)", err))
 	}
 	if help {
-		fmt.Fprint(s.out, runUsage)
+		fmt.Fprint(s.out, runHelp())
 		return 0
 	}
 	o.Args = fs.Args()
 	if len(o.Args) == 0 {
 		return fail(s, errors.New("run: no command given (usage: sbx run [flags] -- CMD [ARGS...])"))
+	}
+	{
+		penv, err := newProfileEnv(s, o.Workspace)
+		if err != nil {
+			return fail(s, fmt.Errorf("run: %w", err))
+		}
+		quiet := pf.quiet
+		layers, err := pf.resolveRun(penv, o.Args, flagLayer(fs, runFlagValues{
+			home: &o.Home, net: &netMode, policy: &policy, memory: &memory, cpus: &cpus, pids: &pids,
+			timeout: &o.Timeout, quiet: &quiet, allowHosts: &allowHosts, env: &env, ro: &ro, rw: &rw,
+			masks: &pf.masks, protect: &pf.protected,
+		}))
+		if err != nil {
+			return fail(s, fmt.Errorf("run: %w", err))
+		}
+		eff := layers.eff
+		if err := eff.Validate(); err != nil {
+			return fail(s, fmt.Errorf("run: %w", err))
+		}
+		o.Args = layers.args
+		if eff.Write != nil {
+			o.Write = *eff.Write
+		}
+		o.Home, netMode, policy, memory = eff.Home, eff.Net, eff.Policy, eff.Memory
+		if netMode == "" {
+			netMode = "loopback"
+		}
+		if policy == "" {
+			policy = "auto"
+		}
+		cpus, pids = *eff.CPUs, *eff.Pids
+		if eff.Timeout != "" {
+			if o.Timeout, err = time.ParseDuration(eff.Timeout); err != nil {
+				return fail(s, fmt.Errorf("run: timeout %q: %v", eff.Timeout, err))
+			}
+		}
+		allowHosts, env, ro, rw = eff.AllowHosts, eff.Env, eff.ReadOnly, eff.ReadWrite
+		o.Masks, o.Protect = eff.Mask, eff.Protect
+		o.Quiet = eff.Quiet != nil && *eff.Quiet
+		explicitLimits = layers.explicit
 	}
 	mem, err := parseSize(memory)
 	if err != nil {
@@ -199,12 +265,7 @@ func cmdRun(args []string, s streams) int {
 	}
 	o.ReadOnly, o.ReadWrite, o.Env = ro, rw, env
 	o.Limits = sandbox.Limits{MemoryBytes: mem, CPUs: cpus, Pids: pids}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "memory", "cpus", "pids":
-			o.ExplicitLimits = append(o.ExplicitLimits, "--"+f.Name)
-		}
-	})
+	o.ExplicitLimits = explicitLimits
 	o.Stdin, o.Stdout, o.Stderr, o.Log = s.in, s.out, s.err, s.err
 	o.ForwardSignals = true
 
@@ -231,6 +292,15 @@ func cmdRun(args []string, s streams) int {
 		return exitSbxError // the program succeeded, but its work did not all come back
 	}
 	return res.ExitCode
+}
+
+// runHelp is runUsage with this host's default limits.
+func runHelp() string {
+	return strings.NewReplacer(
+		"{{memory}}", formatSize(hostMemory()),
+		"{{cpus}}", strconv.FormatFloat(hostCPUs(), 'g', -1, 64),
+		"{{pids}}", strconv.Itoa(runDefaultPids),
+	).Replace(runUsage)
 }
 
 // Limits sbx accepts (see the checks in cmdRun).

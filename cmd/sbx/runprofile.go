@@ -1,0 +1,297 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sbx-sandbox/sbx/config"
+	"github.com/sbx-sandbox/sbx/profile"
+	"github.com/sbx-sandbox/sbx/settings"
+)
+
+// configFile is the config as the CLI uses it.
+type configFile = config.File
+
+// profileFlags are sbx run's flags of profiles, the config file, srt
+// settings, masks and --quiet (issues #18 and #20).
+type profileFlags struct {
+	name      string
+	none      bool
+	settings  listFlag
+	masks     listFlag
+	quiet     bool
+	protected listFlag
+}
+
+func (pf *profileFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&pf.name, "profile", "", "")
+	fs.BoolVar(&pf.none, "no-profile", false, "")
+	fs.Var(&pf.settings, "settings", "")
+	fs.Var(&pf.masks, "mask", "")
+	fs.BoolVar(&pf.quiet, "quiet", false, "")
+	fs.Var(&pf.protected, "protect", "")
+}
+
+// profileEnv is where profiles are resolved: the invoking user's home
+// (under sudo, SUDO_UID's), the working directory and the workspace.
+type profileEnv struct {
+	s         streams
+	home      string
+	uid       int
+	cwd       string
+	workspace string // resolved; "" when unknown
+	config    string // the config file's path
+}
+
+func newProfileEnv(s streams, workspace string) (*profileEnv, error) {
+	e := &profileEnv{s: s, uid: os.Getuid()}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	e.cwd = cwd
+	sudoUID, sudo := os.LookupEnv("SUDO_UID")
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if sudo && os.Getuid() == 0 {
+		u, err := user.LookupId(sudoUID)
+		if err != nil {
+			return nil, fmt.Errorf("SUDO_UID %s: %w", sudoUID, err)
+		}
+		e.home = u.HomeDir
+		e.uid, _ = strconv.Atoi(u.Uid)
+		xdg = "" // root's environment, not the user's
+	} else if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+		e.home = filepath.Clean(h)
+	} else if u, err := user.Current(); err == nil {
+		e.home = u.HomeDir
+	}
+	if workspace == "" {
+		workspace = cwd
+	}
+	if !filepath.IsAbs(workspace) {
+		workspace = filepath.Join(cwd, workspace)
+	}
+	if r, err := filepath.EvalSymlinks(workspace); err == nil {
+		e.workspace = r
+	}
+	e.config = config.Path(xdg, e.home)
+	return e, nil
+}
+
+// abs makes p absolute against the working directory.
+func (e *profileEnv) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(e.cwd, p)
+}
+
+// loadConfig reads the user's config file, unless it lies inside the
+// workspace: a repository must not be able to loosen its own sandbox. The
+// file must be a regular file of the user's own (or root's).
+func (e *profileEnv) loadConfig() (configFile, error) {
+	path := e.config
+	if e.workspace != "" {
+		dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+		if err == nil && (dir == e.workspace || strings.HasPrefix(dir, strings.TrimSuffix(e.workspace, "/")+"/")) {
+			fmt.Fprintf(e.s.err, "sbx: not reading %s: it lies inside the workspace, and a workspace must not configure its own sandbox\n", path)
+			return configFile{}, nil
+		}
+	}
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return configFile{}, nil
+	}
+	if err != nil {
+		return configFile{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if !fi.Mode().IsRegular() || st == nil || (int(st.Uid) != e.uid && st.Uid != 0) || fi.Mode().Perm()&0o002 != 0 {
+		return configFile{}, fmt.Errorf("config %s: not a regular file of yours, writable only by you (not reading it)", path)
+	}
+	return config.Load(path)
+}
+
+// sortProfiles sorts by name.
+func sortProfiles(ps []profile.Profile) {
+	slices.SortFunc(ps, func(a, b profile.Profile) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// runLayers is what the profile machinery decides for one sbx run.
+type runLayers struct {
+	eff     profile.Profile // every layer merged, paths expanded
+	applied string          // the profile's name, "" for none
+	args    []string        // the command with the profile's Args
+	// explicit names the limits the user asked for (flags, config or
+	// profile), not the built-in host-sized defaults.
+	explicit []string
+}
+
+// resolveRun merges built-in defaults < config defaults < profile <
+// settings files < flags for a run of args. flags is the command line's
+// layer (only what was given); set reports which flags were given.
+func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.Profile) (runLayers, error) {
+	var out runLayers
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return out, err
+	}
+	var prof profile.Profile
+	switch {
+	case pf.none && pf.name != "":
+		return out, errors.New("--profile and --no-profile: choose one")
+	case pf.none:
+	case pf.name != "":
+		p, ok := lookupProfile(cfg, pf.name)
+		if !ok {
+			return out, fmt.Errorf("--profile %s: no such profile (see sbx profile list)", pf.name)
+		}
+		prof, out.applied = p, p.Name
+	default:
+		if p, ok := lookupProfile(cfg, filepath.Base(args[0])); ok {
+			prof, out.applied = p, p.Name
+			fmt.Fprintf(e.s.err, "sbx: profile %s applied (sbx profile show %s; --no-profile to turn it off)\n", p.Name, p.Name)
+		}
+	}
+	prof = prof.Expand(e.home)
+	builtin := profile.Profile{Memory: formatSize(hostMemory())}
+	cpus, pids := hostCPUs(), int64(runDefaultPids)
+	builtin.CPUs, builtin.Pids = &cpus, &pids
+	defaults := cfg.Defaults.Expand(e.home)
+
+	// Settings files: the profile's, then --settings; the first may
+	// allow, every later one only tighten (and a profile's project
+	// file always only tightens).
+	var files []string
+	files = append(files, prof.Settings...)
+	files = append(files, defaults.Settings...)
+	for _, f := range append(slices.Clone(defaults.SettingsIfExists), prof.SettingsIfExists...) {
+		if e.exists(f) {
+			files = append(files, f)
+		}
+	}
+	files = append(files, pf.settings...)
+	var tighten []string
+	for _, f := range append(slices.Clone(defaults.TightenIfExists), prof.TightenIfExists...) {
+		if e.exists(f) {
+			tighten = append(tighten, f)
+		}
+	}
+	set, err := e.loadSettings(files, tighten)
+	if err != nil {
+		return out, err
+	}
+	layers := []profile.Profile{builtin, defaults, prof, set, flags}
+	eff := profile.Merge(layers...)
+	for _, l := range layers[1:] {
+		for flag, given := range map[string]bool{"--memory": l.Memory != "", "--cpus": l.CPUs != nil, "--pids": l.Pids != nil} {
+			if given && !slices.Contains(out.explicit, flag) {
+				out.explicit = append(out.explicit, flag)
+			}
+		}
+	}
+	slices.Sort(out.explicit)
+	// Files of a profile that do not exist are left out.
+	for _, r := range eff.ReadOnlyIfExists {
+		if e.exists(r) {
+			eff.ReadOnly = append(eff.ReadOnly, r)
+		}
+	}
+	eff.ReadOnlyIfExists = nil
+	out.eff = eff
+	out.args = args
+	if len(prof.Args) > 0 {
+		out.args = append(append([]string{args[0]}, prof.Args...), args[1:]...)
+	}
+	return out, nil
+}
+
+// loadSettings reads the srt settings files and maps them to a profile
+// layer: files[0] may allow, the rest and tighten may only tighten.
+func (e *profileEnv) loadSettings(files, tighten []string) (profile.Profile, error) {
+	var out profile.Profile
+	if len(files)+len(tighten) == 0 {
+		return out, nil
+	}
+	env := settings.Env{Home: e.home, Cwd: e.cwd}
+	var pol settings.Policy
+	for i, f := range append(slices.Clone(files), tighten...) {
+		p, err := settings.Load(e.abs(f), env)
+		if err != nil {
+			return out, err
+		}
+		if i == 0 && len(files) > 0 {
+			pol = p
+			continue
+		}
+		if pol, err = settings.Merge(pol, p); err != nil {
+			return out, err
+		}
+	}
+	out.AllowHosts = pol.AllowHosts
+	out.Mask = pol.Mask
+	out.Protect = pol.Protect
+	for _, w := range pol.Writable {
+		if w == e.workspace {
+			t := true
+			out.Write = &t
+			continue
+		}
+		out.ReadWrite = append(out.ReadWrite, w)
+	}
+	return out, nil
+}
+
+// flagLayer is the command line as a profile layer: only what was given.
+func flagLayer(fs *flag.FlagSet, v runFlagValues) profile.Profile {
+	var l profile.Profile
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "w", "write":
+			t := true
+			l.Write = &t
+		case "home":
+			l.Home = *v.home
+		case "net":
+			l.Net = *v.net
+		case "policy":
+			l.Policy = *v.policy
+		case "memory":
+			l.Memory = *v.memory
+		case "cpus":
+			c := *v.cpus
+			l.CPUs = &c
+		case "pids":
+			p := *v.pids
+			l.Pids = &p
+		case "timeout":
+			l.Timeout = v.timeout.String()
+		case "quiet":
+			q := *v.quiet
+			l.Quiet = &q
+		}
+	})
+	l.AllowHosts, l.Env = *v.allowHosts, *v.env
+	l.ReadOnly, l.ReadWrite, l.Mask, l.Protect = *v.ro, *v.rw, *v.masks, *v.protect
+	return l
+}
+
+// runFlagValues point at cmdRun's flag variables.
+type runFlagValues struct {
+	home, net, policy, memory *string
+	cpus                      *float64
+	pids                      *int64
+	timeout                   *time.Duration
+	quiet                     *bool
+	allowHosts, env, ro, rw   *listFlag
+	masks, protect            *listFlag
+}
