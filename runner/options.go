@@ -137,8 +137,8 @@ type Options struct {
 	// Filled by resolvePaths: the resolved, checked host paths.
 	ws, home string
 	ro, rw   []string
-	masks    []string // resolved Masks
-	protects []string // resolved Protect
+	masks    []string    // resolved Masks
+	protects []string    // resolved Protect
 	cred     hostfs.Cred // the invoking user's, for host file operations
 	// forOwner: root without sudo runs the program as the workspace's
 	// owner (see workspaceOwner).
