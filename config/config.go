@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -118,7 +119,7 @@ func describe(err error) error {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		row, _ := de.Position()
-		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		msg := typeMismatch.ReplaceAllString(strings.TrimPrefix(de.Error(), "toml: "), "a TOML $1 where the key takes $2")
 		if k := de.Key(); len(k) > 0 {
 			return fmt.Errorf(":%d: key %s: %s", row, strings.Join(k, "."), msg)
 		}
@@ -126,6 +127,10 @@ func describe(err error) error {
 	}
 	return fmt.Errorf(": %w", err)
 }
+
+// typeMismatch is the library's message for a value of the wrong type,
+// which names Go types; it is rewritten to name what the key takes.
+var typeMismatch = regexp.MustCompile(`cannot decode TOML (\w+) into struct field \S+ of type \[?\]?\*?(\w+)`)
 
 func validName(s string) bool {
 	if s == "" {
