@@ -12,7 +12,9 @@ import (
 )
 
 // runFlags are the flags of "sbx run" that the help must explain.
-var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net"}
+var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net",
+	// profiles, config, settings, masks (#18, #20)
+	"profile", "no-profile", "settings", "mask", "protect", "quiet"}
 
 func TestVersion(t *testing.T) {
 	b := newBox(t)

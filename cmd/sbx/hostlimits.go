@@ -22,21 +22,17 @@ func hostMemory() int64 {
 		return 512 << 20
 	}
 	half := int64(si.Totalram) * int64(si.Unit) / 2
-	return max(half, 512<<20)
+	return max(half&^(1<<20-1), 512<<20) // whole MiB, as --memory prints it
 }
 
 // hostCPUs returns the default --cpus of sbx run: every CPU this process
 // may run on.
 func hostCPUs() float64 { return float64(runtime.NumCPU()) }
 
-// formatSize prints a byte count as --memory accepts it (512m, 7.5g).
+// formatSize prints a whole number of MiB as --memory accepts it (512m, 2g).
 func formatSize(n int64) string {
-	switch {
-	case n%(1<<30) == 0:
+	if n%(1<<30) == 0 {
 		return fmt.Sprintf("%dg", n>>30)
-	case n >= 1<<30:
-		return fmt.Sprintf("%dm", n>>20)
-	default:
-		return fmt.Sprintf("%dm", n>>20)
 	}
+	return fmt.Sprintf("%dm", n>>20)
 }
