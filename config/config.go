@@ -25,6 +25,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -62,10 +63,21 @@ const maxSize = 1 << 20
 // Load reads and checks the config file at path. A missing file is an
 // empty config, not an error.
 func Load(path string) (File, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return File{}, nil
 	}
+	if err != nil {
+		return File{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	defer f.Close()
+	return Read(path, f)
+}
+
+// Read reads and checks a config file's content from r; path names it in
+// errors.
+func Read(path string, r io.Reader) (File, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxSize+1))
 	if err != nil {
 		return File{}, fmt.Errorf("config %s: %w", path, err)
 	}

@@ -185,6 +185,30 @@ func TestConfigPrecedence(t *testing.T) {
 	if r.code != 0 || strings.Contains(r.stdout, "A=repo") || !strings.Contains(r.stderr, "it lies inside the workspace") {
 		t.Errorf("config inside the workspace: %v", r)
 	}
+	// A symlinked or group/world-writable config is not read (control:
+	// the same content as a plain file applies, above).
+	linked := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(linked, "sbx"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(t.TempDir(), "real.toml")
+	writeFile(t, real, conf, 0o644)
+	if err := os.Symlink(real, filepath.Join(linked, "sbx", "config.toml")); err != nil {
+		t.Fatal(err)
+	}
+	r = b.runOpts(opts{env: []string{"XDG_CONFIG_HOME=" + linked}}, "--", other)
+	if r.code != 125 || !strings.Contains(r.stderr, "a symlink is not followed") {
+		t.Errorf("symlinked config: %v", r)
+	}
+	writable := confEnv(t, conf)
+	cf := filepath.Join(strings.TrimPrefix(writable[0], "XDG_CONFIG_HOME="), "sbx", "config.toml")
+	if err := os.Chmod(cf, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	r = b.runOpts(opts{env: writable}, "--", other)
+	if r.code != 125 || !strings.Contains(r.stderr, "writable only by you") {
+		t.Errorf("world-writable config: %v", r)
+	}
 	bad := confEnv(t, "[defaults]\nenv = [\"A=1\"]\nquite = true\n")
 	r = b.runOpts(opts{env: bad}, "--", other)
 	if r.code != 125 || !strings.Contains(r.stderr, "sbx/config.toml:3: unknown key defaults.quite") {

@@ -107,18 +107,25 @@ func (e *profileEnv) loadConfig() (configFile, error) {
 			return configFile{}, nil
 		}
 	}
-	fi, err := os.Lstat(path)
+	// The last component is not followed, and what is checked is what
+	// is read (fstat of the open file).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return configFile{}, nil
 	}
 	if err != nil {
+		return configFile{}, fmt.Errorf("config %s: %w (a symlink is not followed)", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		return configFile{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
-	if !fi.Mode().IsRegular() || st == nil || (int(st.Uid) != e.uid && st.Uid != 0) || fi.Mode().Perm()&0o002 != 0 {
+	if !fi.Mode().IsRegular() || st == nil || (int(st.Uid) != e.uid && st.Uid != 0) || fi.Mode().Perm()&0o022 != 0 {
 		return configFile{}, fmt.Errorf("config %s: not a regular file of yours, writable only by you (not reading it)", path)
 	}
-	return config.Load(path)
+	return config.Read(path, f)
 }
 
 // sortProfiles sorts by name.
