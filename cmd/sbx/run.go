@@ -182,10 +182,7 @@ func cmdRun(args []string, s streams) int {
 		if err != nil {
 			return fail(s, fmt.Errorf("run: %w", err))
 		}
-		eff := layers.eff
-		if err := eff.Validate(); err != nil {
-			return fail(s, fmt.Errorf("run: %w", err))
-		}
+		eff := layers.eff // the config's values were checked when it was read
 		o.Args = layers.args
 		if eff.Write != nil {
 			o.Write = *eff.Write
