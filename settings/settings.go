@@ -503,10 +503,14 @@ func Merge(base, later Policy) (Policy, error) {
 	out := base
 	out.Files = append(slices.Clone(base.Files), later.Files...)
 	name := strings.Join(later.Files, ", ")
+	earlier := "the earlier settings (" + strings.Join(base.Files, ", ") + ")"
+	if len(base.Files) == 0 {
+		earlier = "any earlier settings file (there is none to widen)"
+	}
 	if later.HostsSet {
 		for _, h := range later.AllowHosts {
 			if !hostCovered(h, base.AllowHosts) {
-				return Policy{}, fmt.Errorf("settings %s: network.allowedDomains %s: not allowed by the earlier settings (%s), and a later file may only tighten", name, h, strings.Join(base.Files, ", "))
+				return Policy{}, fmt.Errorf("settings %s: network.allowedDomains %s: not allowed by %s, and this file may only tighten", name, h, earlier)
 			}
 		}
 		out.AllowHosts, out.HostsSet = slices.Clone(later.AllowHosts), true
@@ -514,7 +518,7 @@ func Merge(base, later Policy) (Policy, error) {
 	if later.WritableSet {
 		for _, w := range later.Writable {
 			if !slices.ContainsFunc(base.Writable, func(b string) bool { return w == b || strings.HasPrefix(w, strings.TrimSuffix(b, "/")+"/") }) {
-				return Policy{}, fmt.Errorf("settings %s: filesystem.allowWrite %s: not writable under the earlier settings (%s), and a later file may only tighten", name, w, strings.Join(base.Files, ", "))
+				return Policy{}, fmt.Errorf("settings %s: filesystem.allowWrite %s: not writable under %s, and this file may only tighten", name, w, earlier)
 			}
 		}
 		out.Writable, out.WritableSet = slices.Clone(later.Writable), true

@@ -187,11 +187,11 @@ func TestMergeTightenOnly(t *testing.T) {
 			want: Policy{AllowHosts: []string{"api.github.com", "api.github.com:80"}, HostsSet: true, Writable: base.Writable, WritableSet: true, Mask: base.Mask}},
 		{name: "no hosts at all", later: `{"network": {"allowedDomains": []}}`,
 			want: Policy{HostsSet: true, Writable: base.Writable, WritableSet: true, Mask: base.Mask}},
-		{name: "wider hosts", later: `{"network": {"allowedDomains": ["evil.com"]}}`, error: "network.allowedDomains evil.com: not allowed by the earlier settings"},
+		{name: "wider hosts", later: `{"network": {"allowedDomains": ["evil.com"]}}`, error: "network.allowedDomains evil.com: not allowed by the earlier settings (f), and this file may only tighten"},
 		{name: "other port", later: `{"network": {"allowedDomains": ["npmjs.org:8443"]}}`, error: "npmjs.org:8443: not allowed"},
 		{name: "narrower write", later: `{"filesystem": {"allowWrite": ["src"]}}`,
 			want: Policy{AllowHosts: base.AllowHosts, HostsSet: true, Writable: []string{"/ws/src"}, WritableSet: true, Mask: base.Mask}},
-		{name: "wider write", later: `{"filesystem": {"allowWrite": ["~"]}}`, error: "filesystem.allowWrite /home/u: not writable under the earlier settings"},
+		{name: "wider write", later: `{"filesystem": {"allowWrite": ["~"]}}`, error: "filesystem.allowWrite /home/u: not writable under the earlier settings (f)"},
 		{name: "more denials", later: `{"filesystem": {"denyRead": ["~/.aws"], "denyWrite": ["/ws/.env"]}, "network": {"deniedDomains": ["evil.com"]}}`,
 			want: Policy{AllowHosts: base.AllowHosts, HostsSet: true, Writable: base.Writable, WritableSet: true,
 				Mask: []string{"/home/u/.ssh", "/home/u/.aws"}, Protect: []string{"/ws/.env"}, Denied: []string{"evil.com"}}},
@@ -213,6 +213,26 @@ func TestMergeTightenOnly(t *testing.T) {
 				t.Fatalf("Merge =\n %+v, want\n %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestMergeWithoutBase: a tighten-only file with nothing before it (pi's
+// project file without a global one) may deny, not allow.
+func TestMergeWithoutBase(t *testing.T) {
+	env := Env{Home: "/home/u", Cwd: "/ws"}
+	for j, want := range map[string]string{
+		`{"filesystem": {"allowWrite": ["."]}}`:           "not writable under any earlier settings file",
+		`{"network": {"allowedDomains": ["github.com"]}}`: "not allowed by any earlier settings file",
+		`{"filesystem": {"denyWrite": ["x"]}}`:            "",
+	} {
+		p, err := Parse([]byte(j), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Merge(Policy{}, p)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("Merge(none, %s) = %v, want %q", j, err, want)
+		}
 	}
 }
 

@@ -254,7 +254,31 @@ func TestSettingsRun(t *testing.T) {
 	looser := filepath.Join(dir, "looser.json")
 	writeFile(t, looser, `{"filesystem": {"allowWrite": ["/var/tmp"]}}`, 0o644)
 	r = b.runOpts(env, "--no-profile", "--settings", set, "--settings", looser, "--", "true")
-	if r.code != 125 || !strings.Contains(r.stderr, "a later file may only tighten") {
+	if r.code != 125 || !strings.Contains(r.stderr, "this file may only tighten") {
 		t.Errorf("a later file that loosens: %v", r)
+	}
+}
+
+// TestProfileCommand: list shows the built-ins and the user's, show the
+// flags a profile stands for.
+func TestProfileCommand(t *testing.T) {
+	b := newBox(t)
+	env := opts{env: confEnv(t, "[profiles.mine]\ndescription = \"my tool\"\nallow_hosts = [\"api.example.com\"]\nmask = [\"~/.netrc\"]\n")}
+	r := b.sbx(env, "profile", "list")
+	for _, name := range []string{"claude ", "codex ", "gemini ", "opencode ", "pi ", "mine "} {
+		if !strings.Contains(r.stdout, "\n"+name) && !strings.HasPrefix(r.stdout, name) {
+			t.Errorf("profile list lacks %q: %v", name, r)
+		}
+	}
+	r = b.sbx(env, "profile", "show", "mine")
+	if r.code != 0 || !strings.Contains(r.stdout, "sbx run --allow-host api.example.com --mask ") || !strings.Contains(r.stdout, "/.netrc -- mine ...") {
+		t.Errorf("profile show mine: %v", r)
+	}
+	r = b.sbx(env, "profile", "show", "codex")
+	if r.code != 0 || !strings.Contains(r.stdout, `-- codex -c 'sandbox_mode="danger-full-access"' ...`) {
+		t.Errorf("profile show codex: %v", r)
+	}
+	if r := b.sbx(env, "profile", "show", "nosuch"); r.code != 125 || !strings.Contains(r.stderr, `no profile "nosuch"`) {
+		t.Errorf("profile show nosuch: %v", r)
 	}
 }
