@@ -203,3 +203,22 @@ func maskFile(stateDir string) (string, error) {
 	}
 	return path, nil
 }
+
+// dropMasked removes from prot what a mask covers: a masked directory is a
+// read-only tmpfs of mode 0000 over everything below it, stricter than a
+// protected entry, and what it covers cannot be checked in the sandbox
+// (see Protection.verify) nor needs to be.
+func dropMasked(prot *Protection, hidden []sandbox.Hidden) {
+	covered := func(p string) bool {
+		return slices.ContainsFunc(hidden, func(h sandbox.Hidden) bool { return p == h.Path || h.Dir && within(p, h.Path) })
+	}
+	for _, list := range []*[]string{&prot.ReadOnly, &prot.Pinned} {
+		*list = slices.DeleteFunc(*list, func(p string) bool {
+			if covered(p) {
+				delete(prot.ids, p)
+				return true
+			}
+			return false
+		})
+	}
+}

@@ -133,3 +133,15 @@ func TestReporterQuiet(t *testing.T) {
 		}
 	}
 }
+
+func TestDropMasked(t *testing.T) {
+	prot := Protection{
+		ReadOnly: []string{"/ws/sub/.git", "/ws/.git", "/ws/.env"},
+		Pinned:   []string{"/ws/sub", "/ws/subway"},
+		ids:      map[string]fileID{"/ws/sub/.git": {}, "/ws/.git": {}, "/ws/.env": {}, "/ws/sub": {}, "/ws/subway": {}},
+	}
+	dropMasked(&prot, []sandbox.Hidden{{Path: "/ws/sub", Dir: true}, {Path: "/ws/.env"}})
+	if !slices.Equal(prot.ReadOnly, []string{"/ws/.git"}) || !slices.Equal(prot.Pinned, []string{"/ws/subway"}) || len(prot.ids) != 2 {
+		t.Errorf("after the masks: %+v", prot)
+	}
+}

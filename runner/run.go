@@ -531,6 +531,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	dropMasked(&prot, hidden)
 	home, cleanup, err := o.homeDir(who, id, ws)
 	if err != nil {
 		return nil, nop, err

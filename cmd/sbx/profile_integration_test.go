@@ -35,7 +35,11 @@ func TestMaskFileAndDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(b.ws, "keys", "id"), "KEY\n", 0o644)
-	chownToUser(t, filepath.Join(b.ws, ".env"), filepath.Join(b.ws, "keys"), filepath.Join(b.ws, "keys", "id"))
+	// A protected entry below a masked directory: the mask covers it.
+	if err := os.MkdirAll(filepath.Join(b.ws, "keys", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chownToUser(t, filepath.Join(b.ws, ".env"), filepath.Join(b.ws, "keys"), filepath.Join(b.ws, "keys", "id"), filepath.Join(b.ws, "keys", ".git"))
 	env := opts{env: confEnv(t, "")}
 	const script = `cat .env; echo "cat=$?"; cat keys/id; echo "catdir=$?"; ls keys; echo "ls=$?"; stat -c '%n %s %a' .env; echo x > .env; echo "write=$?"`
 
