@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/term"
 
@@ -128,9 +127,6 @@ func cmdRun(args []string, s streams) int {
 		allowHosts  listFlag
 		netMode     = "loopback"
 		help        bool
-		// explicitLimits: the limits given by a flag, the config or a
-		// profile, not the host-sized defaults.
-		explicitLimits []string
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "")
 	fs.BoolVar(&o.Write, "write", false, "")
@@ -168,48 +164,12 @@ func cmdRun(args []string, s streams) int {
 	if len(o.Args) == 0 {
 		return fail(s, errors.New("run: no command given (usage: sbx run [flags] -- CMD [ARGS...])"))
 	}
-	{
-		penv, err := newProfileEnv(s, o.Workspace)
-		if err != nil {
-			return fail(s, fmt.Errorf("run: %w", err))
-		}
-		quiet := pf.quiet
-		layers, err := pf.resolveRun(penv, o.Args, flagLayer(fs, runFlagValues{
-			home: &o.Home, net: &netMode, policy: &policy, memory: &memory, cpus: &cpus, pids: &pids,
-			timeout: &o.Timeout, quiet: &quiet, allowHosts: &allowHosts, env: &env, ro: &ro, rw: &rw,
-			masks: &pf.masks, protect: &pf.protected,
-		}))
-		if err != nil {
-			return fail(s, fmt.Errorf("run: %w", err))
-		}
-		eff := layers.eff // the config's values were checked when it was read
-		o.Args = layers.args
-		if eff.Write != nil {
-			o.Write = *eff.Write
-		}
-		o.Home, netMode, policy, memory = eff.Home, eff.Net, eff.Policy, eff.Memory
-		if netMode == "" {
-			netMode = "loopback"
-		}
-		if policy == "" {
-			policy = "auto"
-		}
-		cpus, pids = *eff.CPUs, *eff.Pids
-		if eff.Timeout != "" {
-			if o.Timeout, err = time.ParseDuration(eff.Timeout); err != nil {
-				return fail(s, fmt.Errorf("run: timeout %q: %v", eff.Timeout, err))
-			}
-		}
-		if runner.Rootless() && len(allowHosts) == 0 && len(eff.AllowHosts) > 0 {
-			// The profile's or settings' hosts need the egress proxy,
-			// which needs root; say so rather than refuse the run.
-			fmt.Fprintf(s.err, "sbx: rootless: the %d --allow-host rule(s) of the profile, config or settings cannot apply (the egress proxy needs root; run with sudo): no network beyond the sandbox's loopback\n", len(eff.AllowHosts))
-			eff.AllowHosts = nil
-		}
-		allowHosts, env, ro, rw = eff.AllowHosts, eff.Env, eff.ReadOnly, eff.ReadWrite
-		o.Masks, o.Protect = eff.Mask, eff.Protect
-		o.Quiet = eff.Quiet != nil && *eff.Quiet
-		explicitLimits = layers.explicit
+	explicitLimits, err := pf.apply(fs, s, &o, runFlagValues{
+		net: &netMode, policy: &policy, memory: &memory, cpus: &cpus, pids: &pids,
+		allowHosts: &allowHosts, env: &env, ro: &ro, rw: &rw, masks: &pf.masks, protect: &pf.protected,
+	})
+	if err != nil {
+		return fail(s, fmt.Errorf("run: %w", err))
 	}
 	mem, err := parseSize(memory)
 	if err != nil {

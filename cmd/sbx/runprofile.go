@@ -15,6 +15,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/config"
 	"github.com/sbx-sandbox/sbx/profile"
+	"github.com/sbx-sandbox/sbx/runner"
 	"github.com/sbx-sandbox/sbx/settings"
 )
 
@@ -259,7 +260,7 @@ func (e *profileEnv) loadSettings(files, tighten []string) (profile.Profile, err
 }
 
 // flagLayer is the command line as a profile layer: only what was given.
-func flagLayer(fs *flag.FlagSet, v runFlagValues) profile.Profile {
+func flagLayer(fs *flag.FlagSet, o *runner.Options, pf *profileFlags, v runFlagValues) profile.Profile {
 	var l profile.Profile
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -267,7 +268,7 @@ func flagLayer(fs *flag.FlagSet, v runFlagValues) profile.Profile {
 			t := true
 			l.Write = &t
 		case "home":
-			l.Home = *v.home
+			l.Home = o.Home
 		case "net":
 			l.Net = *v.net
 		case "policy":
@@ -281,9 +282,9 @@ func flagLayer(fs *flag.FlagSet, v runFlagValues) profile.Profile {
 			p := *v.pids
 			l.Pids = &p
 		case "timeout":
-			l.Timeout = v.timeout.String()
+			l.Timeout = o.Timeout.String()
 		case "quiet":
-			q := *v.quiet
+			q := pf.quiet
 			l.Quiet = &q
 		}
 	})
@@ -292,13 +293,54 @@ func flagLayer(fs *flag.FlagSet, v runFlagValues) profile.Profile {
 	return l
 }
 
-// runFlagValues point at cmdRun's flag variables.
+// runFlagValues point at cmdRun's flag variables (those not in
+// runner.Options).
 type runFlagValues struct {
-	home, net, policy, memory *string
-	cpus                      *float64
-	pids                      *int64
-	timeout                   *time.Duration
-	quiet                     *bool
-	allowHosts, env, ro, rw   *listFlag
-	masks, protect            *listFlag
+	net, policy, memory     *string
+	cpus                    *float64
+	pids                    *int64
+	allowHosts, env, ro, rw *listFlag
+	masks, protect          *listFlag
+}
+
+// apply resolves the profile, the config and the settings files of a run
+// of o.Args against the command line (fs, parsed) and writes the result
+// into o and v's variables. It returns the limits asked for explicitly.
+func (pf *profileFlags) apply(fs *flag.FlagSet, s streams, o *runner.Options, v runFlagValues) ([]string, error) {
+	penv, err := newProfileEnv(s, o.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	layers, err := pf.resolveRun(penv, o.Args, flagLayer(fs, o, pf, v))
+	if err != nil {
+		return nil, err
+	}
+	eff := layers.eff // the config's values were checked when it was read
+	o.Args = layers.args
+	if eff.Write != nil {
+		o.Write = *eff.Write
+	}
+	o.Home, *v.net, *v.policy, *v.memory = eff.Home, eff.Net, eff.Policy, eff.Memory
+	if *v.net == "" {
+		*v.net = "loopback"
+	}
+	if *v.policy == "" {
+		*v.policy = "auto"
+	}
+	*v.cpus, *v.pids = *eff.CPUs, *eff.Pids
+	if eff.Timeout != "" {
+		if o.Timeout, err = time.ParseDuration(eff.Timeout); err != nil {
+			return nil, fmt.Errorf("timeout %q: %v", eff.Timeout, err)
+		}
+	}
+	if runner.Rootless() && len(*v.allowHosts) == 0 && len(eff.AllowHosts) > 0 {
+		// The profile's or settings' hosts need the egress proxy, which
+		// needs root; say so rather than refuse the run.
+		fmt.Fprintf(s.err, "sbx: rootless: the %d --allow-host rule(s) of the profile, config or settings cannot apply (the egress proxy needs root; run with sudo): no network beyond the sandbox's loopback\n", len(eff.AllowHosts))
+		eff.AllowHosts = nil
+	}
+	*v.allowHosts, *v.env, *v.ro, *v.rw = eff.AllowHosts, eff.Env, eff.ReadOnly, eff.ReadWrite
+	o.Masks, o.Protect = eff.Mask, eff.Protect
+	o.Quiet = eff.Quiet != nil && *eff.Quiet
+	return layers.explicit, nil
 }
