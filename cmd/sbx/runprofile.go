@@ -320,15 +320,25 @@ func (pf *profileFlags) apply(fs *flag.FlagSet, s streams, o *runner.Options, v 
 	if eff.Write != nil {
 		o.Write = *eff.Write
 	}
-	o.Home, *v.net, *v.policy, *v.memory = eff.Home, eff.Net, eff.Policy, eff.Memory
-	if *v.net == "" {
-		*v.net = "loopback"
+	// A flag given keeps its own value, even an empty one (which its own
+	// check then refuses, as without profiles); the others take the
+	// merged one.
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["home"] {
+		o.Home = eff.Home
 	}
-	if *v.policy == "" {
-		*v.policy = "auto"
+	if !given["net"] && eff.Net != "" {
+		*v.net = eff.Net
+	}
+	if !given["policy"] && eff.Policy != "" {
+		*v.policy = eff.Policy
+	}
+	if !given["memory"] {
+		*v.memory = eff.Memory
 	}
 	*v.cpus, *v.pids = *eff.CPUs, *eff.Pids
-	if eff.Timeout != "" {
+	if eff.Timeout != "" && !given["timeout"] {
 		if o.Timeout, err = time.ParseDuration(eff.Timeout); err != nil {
 			return nil, fmt.Errorf("timeout %q: %v", eff.Timeout, err)
 		}
