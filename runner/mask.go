@@ -41,10 +41,17 @@ const TierMask = "mask"
 // files show.
 const maskFileName = "mask-empty"
 
+// maxMasks bounds the masks and extra protected paths of a run: each is a
+// mount, and a settings file's glob could name thousands.
+const maxMasks = 512
+
 // resolveMaskPaths resolves Masks and Protect (symlinks evaluated, each
 // must exist). It writes nothing.
 func (o *Options) resolveMaskPaths(cwd string) error {
 	o.masks, o.protects = nil, nil
+	if n := len(o.Masks) + len(o.Protect); n > maxMasks {
+		return fmt.Errorf("%d paths to mask or protect: more than %d (each is a mount); name directories instead of their files", n, maxMasks)
+	}
 	for _, set := range []struct {
 		flag string
 		in   []string

@@ -145,3 +145,10 @@ func TestDropMasked(t *testing.T) {
 		t.Errorf("after the masks: %+v", prot)
 	}
 }
+
+func TestMaskBound(t *testing.T) {
+	o := &Options{Masks: make([]string, maxMasks+1)}
+	if err := o.resolveMaskPaths("/"); err == nil || !strings.Contains(err.Error(), "more than 512") {
+		t.Fatalf("%d masks: %v, want refused", maxMasks+1, err)
+	}
+}
