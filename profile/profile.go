@@ -135,9 +135,12 @@ func (p Profile) Expand(home string) Profile {
 	return p
 }
 
-// ExpandPath expands a leading "~" or "~/" to home.
+// ExpandPath expands a leading "~" or "~/" to home; with no home ("")
+// it leaves s as it is.
 func ExpandPath(s, home string) string {
 	switch {
+	case home == "":
+		return s
 	case s == "~":
 		return home
 	case strings.HasPrefix(s, "~/"):

@@ -87,6 +87,9 @@ func TestExpand(t *testing.T) {
 	if !slices.Equal(got.ReadOnlyIfExists, want) || got.Home != "/home/u/h" || got.Mask[0] != "/home/u/" {
 		t.Fatalf("Expand = %+v", got)
 	}
+	if got := ExpandPath("~/x", ""); got != "~/x" {
+		t.Fatalf("ExpandPath without a home = %q, want it unchanged", got)
+	}
 	if (Profile{Home: "tmp"}).Expand("/h").Home != "tmp" {
 		t.Fatal("home tmp expanded")
 	}

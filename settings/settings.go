@@ -430,6 +430,8 @@ func expand(e entry, env Env) ([]string, error) {
 		return nil, errors.New("empty path")
 	}
 	switch {
+	case strings.HasPrefix(p, "~") && !filepath.IsAbs(env.Home):
+		return nil, errors.New("no home directory to expand ~ in")
 	case p == "~":
 		p = env.Home
 	case strings.HasPrefix(p, "~/"):

@@ -63,12 +63,12 @@ func newProfileEnv(s streams, workspace string) (*profileEnv, error) {
 	sudoUID, sudo := os.LookupEnv("SUDO_UID")
 	xdg := os.Getenv("XDG_CONFIG_HOME")
 	if sudo && os.Getuid() == 0 {
-		u, err := user.LookupId(sudoUID)
-		if err != nil {
-			return nil, fmt.Errorf("SUDO_UID %s: %w", sudoUID, err)
+		e.uid, _ = strconv.Atoi(sudoUID)
+		if u, err := user.LookupId(sudoUID); err == nil {
+			e.home = u.HomeDir
 		}
-		e.home = u.HomeDir
-		e.uid, _ = strconv.Atoi(u.Uid)
+		// Without a passwd entry there is no home: no config, and no
+		// "~/" path of a profile (see resolveRun).
 		xdg = "" // root's environment, not the user's
 	} else if h := os.Getenv("HOME"); filepath.IsAbs(h) {
 		e.home = filepath.Clean(h)
@@ -84,7 +84,9 @@ func newProfileEnv(s streams, workspace string) (*profileEnv, error) {
 	if r, err := filepath.EvalSymlinks(workspace); err == nil {
 		e.workspace = r
 	}
-	e.config = config.Path(xdg, e.home)
+	if filepath.IsAbs(e.home) {
+		e.config = config.Path(xdg, e.home)
+	}
 	return e, nil
 }
 
@@ -101,6 +103,9 @@ func (e *profileEnv) abs(p string) string {
 // file must be a regular file of the user's own (or root's).
 func (e *profileEnv) loadConfig() (configFile, error) {
 	path := e.config
+	if path == "" {
+		return configFile{}, nil // no home
+	}
 	if e.workspace != "" {
 		dir, err := filepath.EvalSymlinks(filepath.Dir(path))
 		if err == nil && (dir == e.workspace || strings.HasPrefix(dir, strings.TrimSuffix(e.workspace, "/")+"/")) {
@@ -171,6 +176,9 @@ func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.P
 		}
 	}
 	prof = prof.Expand(e.home)
+	if !filepath.IsAbs(e.home) {
+		prof = dropHomePaths(prof)
+	}
 	builtin := profile.Profile{Memory: formatSize(hostMemory())}
 	cpus, pids := hostCPUs(), int64(runDefaultPids)
 	builtin.CPUs, builtin.Pids = &cpus, &pids
@@ -353,4 +361,17 @@ func (pf *profileFlags) apply(fs *flag.FlagSet, s streams, o *runner.Options, v 
 	o.Masks, o.Protect = eff.Mask, eff.Protect
 	o.Quiet = eff.Quiet != nil && *eff.Quiet
 	return layers.explicit, nil
+}
+
+// dropHomePaths leaves out the "~/" paths of a profile when the invoking
+// user has no home to expand them in (a uid without a passwd entry): they
+// name login files and settings, which such a user has none of.
+func dropHomePaths(p profile.Profile) profile.Profile {
+	drop := func(list []string) []string {
+		return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return strings.HasPrefix(s, "~") })
+	}
+	p.ReadOnly, p.ReadWrite, p.ReadOnlyIfExists = drop(p.ReadOnly), drop(p.ReadWrite), drop(p.ReadOnlyIfExists)
+	p.Mask, p.Protect = drop(p.Mask), drop(p.Protect)
+	p.Settings, p.SettingsIfExists, p.TightenIfExists = drop(p.Settings), drop(p.SettingsIfExists), drop(p.TightenIfExists)
+	return p
 }
