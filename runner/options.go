@@ -23,7 +23,6 @@ const ExitTimeout = 124
 
 // Defaults of the limits, as the container variant's sandbox tool.
 const (
-	DefaultMemory  = 512 << 20
 	DefaultCPUs    = 1.0
 	DefaultPids    = 256
 	DefaultTmpSize = 512 << 20
@@ -81,6 +80,9 @@ type Options struct {
 	Home string
 	// ReadOnly and ReadWrite are extra host paths to mount at their path.
 	ReadOnly, ReadWrite []string
+	// RequestReadOnly are read-only paths an sbx exec request names
+	// ("ro"): checked as the workspace is (never the home).
+	RequestReadOnly []string
 	// Env holds NAME (pass the host's value) and NAME=VALUE (set) entries
 	// added to the clean environment.
 	Env []string
@@ -122,6 +124,10 @@ type Options struct {
 	// NoStage turns off the staging of host paths named in Args (see
 	// package stage); sbx exec sets it unless the request asks to stage.
 	NoStage bool
+	// NoDiscover keeps sbx from showing a command installed outside the
+	// sandbox's view (see discover.go); a run that then ends with 127
+	// says where it is and how to show it.
+	NoDiscover bool
 
 	// Masks are host paths whose content the program must not see
 	// (sbx run --mask): each stays visible, empty and unreadable (EACCES),
@@ -153,6 +159,12 @@ type Options struct {
 	// limitsNote is why a rootless run's limits are rlimits (set by
 	// rootlessLimits); spec notes it once nothing can refuse the run.
 	limitsNote error
+	// found and notFound are set by discover: the command's host
+	// installation, and what to say if the program is not found (127).
+	found    *discovery
+	notFound string
+	// rwCopies are the --rw files copied into the sbx home (rwfile.go).
+	rwCopies []rwCopy
 }
 
 // resolvePaths resolves every host path of o (symlinks evaluated) and
@@ -162,10 +174,7 @@ func (o *Options) resolvePaths() error {
 	if Rootless() && os.Geteuid() != os.Getuid() {
 		return errors.New("sbx must not be setuid: run it as yourself (rootless) or with sudo")
 	}
-	who, err := currentInvoker(o.hostLookup)
-	if err != nil {
-		return err
-	}
+	who := currentInvoker(o.hostLookup)
 	o.who = who
 	o.cred = hostfs.LookupCred(who.uid, who.gid)
 	cwd, err := filepath.EvalSymlinks(o.Cwd)
@@ -190,6 +199,14 @@ func (o *Options) resolvePaths() error {
 		}
 		o.ro = append(o.ro, r)
 		paths = append(paths, hostPath{field: "--ro", path: r})
+	}
+	for _, p := range o.RequestReadOnly {
+		r, err := resolvePath("ro", p, cwd, true)
+		if err != nil {
+			return err
+		}
+		o.ro = append(o.ro, r)
+		paths = append(paths, hostPath{field: "ro", path: r})
 	}
 	for _, p := range o.ReadWrite {
 		r, err := resolvePath("--rw", p, cwd, true)
@@ -283,7 +300,10 @@ type invoker struct {
 	home     string
 }
 
-func currentInvoker(env func(string) (string, bool)) (invoker, error) {
+// currentInvoker returns the user a run is for, from the process's ids and
+// (as root) sudo's variables; a uid without a passwd entry gets a home
+// under /tmp.
+func currentInvoker(env func(string) (string, bool)) invoker {
 	uidStr, sudo := env("SUDO_UID")
 	if !sudo || os.Getuid() != 0 {
 		uidStr = strconv.Itoa(os.Getuid())
@@ -296,7 +316,7 @@ func currentInvoker(env func(string) (string, bool)) (invoker, error) {
 		if g, ok := env("SUDO_GID"); ok && sudo {
 			gid, _ = strconv.Atoi(g)
 		}
-		return invoker{uid: uid, gid: gid, name: uidStr, home: "/tmp"}, nil
+		return invoker{uid: uid, gid: gid, name: uidStr, home: "/tmp"}
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
@@ -306,7 +326,7 @@ func currentInvoker(env func(string) (string, bool)) (invoker, error) {
 			home = filepath.Clean(h)
 		}
 	}
-	return invoker{uid: uid, gid: gid, name: u.Username, home: home}, nil
+	return invoker{uid: uid, gid: gid, name: u.Username, home: home}
 }
 
 // cleanEnv builds the program's environment: a few host variables that
@@ -382,7 +402,7 @@ func validEnvName(k string) bool {
 	return true
 }
 
-// resolveDir makes p absolute (against cwd), resolves symlinks and checks
+// resolvePath makes p absolute (against cwd), resolves symlinks and checks
 // that it is an existing directory (or file, when files is true).
 func resolvePath(what, p, cwd string, files bool) (string, error) {
 	if p == "" {
@@ -409,6 +429,10 @@ func resolvePath(what, p, cwd string, files bool) (string, error) {
 }
 
 // within reports whether p is root or lies below it.
+// (A root may carry a trailing slash; see [hostfs.Within].)
 func within(p, root string) bool {
-	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+	if r := strings.TrimSuffix(root, "/"); r != "" {
+		root = r
+	}
+	return hostfs.Within(p, root)
 }

@@ -21,7 +21,8 @@ func Init() {
 		libcontainer.Init() // never returns
 	}
 	if len(os.Args) > 0 && os.Args[0] == watchArg0 {
-		os.Exit(runWatch())
+		runWatch()
+		os.Exit(0)
 	}
 	if len(os.Args) > 0 && os.Args[0] == ShimPath {
 		os.Exit(RunShim(os.Args[1:]))

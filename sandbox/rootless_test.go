@@ -42,8 +42,11 @@ func TestRootlessConfig(t *testing.T) {
 		}
 		got[rl.Type] = rl.Hard
 	}
-	if got[unix.RLIMIT_AS] != 512<<20*ASFactor || got[unix.RLIMIT_NPROC] != 256 {
-		t.Errorf("rlimits %v, want AS %d and NPROC 256", got, 512<<20*ASFactor)
+	if got[unix.RLIMIT_DATA] != 512<<20 || got[unix.RLIMIT_NPROC] != 256 {
+		t.Errorf("rlimits %v, want DATA %d and NPROC 256", got, 512<<20)
+	}
+	if _, ok := got[unix.RLIMIT_AS]; ok {
+		t.Errorf("RLIMIT_AS set: V8's and Bun's address-space reservations fail under it")
 	}
 	if cfg.Seccomp == nil {
 		t.Fatal("no seccomp filter")
@@ -70,7 +73,7 @@ func TestRootlessConfig(t *testing.T) {
 		t.Errorf("delegated: path %q resources %+v", cfg.Cgroups.Path, cfg.Cgroups.Resources)
 	}
 	for _, rl := range cfg.Rlimits {
-		if rl.Type == unix.RLIMIT_AS || rl.Type == unix.RLIMIT_NPROC {
+		if rl.Type == unix.RLIMIT_DATA || rl.Type == unix.RLIMIT_NPROC {
 			t.Errorf("delegated: rlimit %d set as well", rl.Type)
 		}
 	}
@@ -132,11 +135,11 @@ func fakeCgroup2(t *testing.T, uid int, subtree string, writable bool) string {
 
 func TestFindDelegation(t *testing.T) {
 	me := os.Geteuid()
-	self := "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n"
+	self := map[string]string{"": "/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope"}
 	for _, tc := range []struct {
 		name     string
 		unified  bool
-		self     string
+		self     map[string]string
 		uid      int
 		subtree  string
 		writable bool
@@ -144,9 +147,9 @@ func TestFindDelegation(t *testing.T) {
 	}{
 		{"delegated", true, self, 1000, "cpu memory pids\n", true, ""},
 		{"hybrid", false, self, 1000, "cpu memory pids", true, "cgroup v1"},
-		{"no session", true, "0::/system.slice/ssh.service\n", 1000, "", true, "not in a systemd user session"},
+		{"no session", true, map[string]string{"": "/system.slice/ssh.service"}, 1000, "", true, "not in a systemd user session"},
 		{"other user's session", true, self, 1001, "", true, "user@1001.service"},
-		{"v1 only entries", true, "4:memory:/user.slice\n", 1000, "", true, "no cgroup2 entry"},
+		{"v1 only entries", true, map[string]string{"memory": "/user.slice"}, 1000, "", true, "no cgroup2 entry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := fakeCgroup2(t, tc.uid, tc.subtree, tc.writable)
@@ -154,7 +157,7 @@ func TestFindDelegation(t *testing.T) {
 			uid := tc.uid
 			if tc.want == "" {
 				uid = me
-				tc.self = strings.ReplaceAll(tc.self, "1000", itoa(me))
+				tc.self = map[string]string{"": strings.ReplaceAll(tc.self[""], "1000", itoa(me))}
 				os.Rename(filepath.Join(root, "user.slice", "user-1000.slice"), filepath.Join(root, "user.slice", "user-"+itoa(me)+".slice"))
 				os.Rename(filepath.Join(root, "user.slice", "user-"+itoa(me)+".slice", "user@1000.service"), filepath.Join(root, "user.slice", "user-"+itoa(me)+".slice", "user@"+itoa(me)+".service"))
 			}

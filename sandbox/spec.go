@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/runid"
 )
 
 // Limits are the cgroup limits of one sandbox. Zero means "no limit" for
@@ -59,6 +60,9 @@ type Spec struct {
 	Limits   Limits
 	// Terminal gives the program a new pty as its stdin/stdout/stderr.
 	Terminal bool
+	// Umask is the program's umask (the caller's, so files come out with
+	// the modes they would outside); nil means libcontainer's 0022.
+	Umask *uint32
 	// AllowInetSockets lets seccomp pass socket(AF_INET/AF_INET6) through
 	// to the cgroup BPF wall, which denies them and reports each denial;
 	// without it seccomp refuses every family but AF_UNIX itself.
@@ -101,16 +105,14 @@ type Spec struct {
 	// cgroup2 mount) to create in a subtree delegated to the user; empty
 	// means there is none, and Limits are applied as rlimits instead.
 	Cgroup string
-	// ShimConfig is passed to the shim inside the sandbox (see [ShimConfig]).
+	// Shim is passed to the shim inside the sandbox (see [ShimConfig]).
 	Shim ShimConfig
 }
-
-var validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 // ValidID reports whether id can name a sandbox: it becomes a directory name,
 // so it is rejected, never sanitized.
 func ValidID(id string) error {
-	if !validName.MatchString(id) || id == "." || id == ".." {
+	if !runid.Valid(id) {
 		return fmt.Errorf("invalid sandbox id %q: must match ^[A-Za-z0-9._-]+$ and not be . or ..", id)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,13 +35,18 @@ Usage:
   sbx help [COMMAND]                 show help
 
 Run "sbx run --help" for the flags of run.
+
+Exit status of sbx's own: 125 when the command line is wrong (no command,
+an unknown command or flag, a bad value) or sbx failed; "sbx help" and
+--help exit 0. "sbx run" exits with the program's status otherwise.
 `
 
 // sbxMain runs the CLI and returns the process's exit status.
 func sbxMain(args []string, s streams) int {
 	if len(args) == 0 {
+		// A usage error like any other (125), with the usage to fix it.
 		fmt.Fprint(s.err, usage)
-		return 2
+		return exitSbxError
 	}
 	switch args[0] {
 	case "run":
@@ -69,6 +73,10 @@ func sbxMain(args []string, s streams) int {
 				return cmdDoctor([]string{"--help"}, s)
 			case "profile":
 				return cmdProfile([]string{"--help"}, s)
+			case "version", "help":
+			default:
+				fmt.Fprintf(s.err, "sbx: help: unknown command %q (see sbx --help)\n", args[1])
+				return exitSbxError
 			}
 		}
 		fmt.Fprint(s.out, usage)
@@ -78,10 +86,6 @@ func sbxMain(args []string, s streams) int {
 		return exitSbxError
 	}
 }
-
-// errUsage marks errors in the command line: they are reported with a hint
-// to --help.
-var errUsage = errors.New("usage")
 
 // fail prints err as one sbx line and returns the sbx error status.
 func fail(s streams, err error) int {
@@ -106,7 +110,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // newFlagSet returns a flag set that reports errors through sbx's channel
 // instead of printing and exiting.
-func newFlagSet(name string, s streams) *flag.FlagSet {
+func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if flagSetCreated != nil {

@@ -23,7 +23,7 @@ the arguments it puts after the command's name.
 `
 
 func cmdProfile(args []string, s streams) int {
-	fs := newFlagSet("profile", s)
+	fs := newFlagSet("profile")
 	var help bool
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")

@@ -16,7 +16,7 @@ import (
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
-const runUsage = `Usage: sbx run [flags] -- CMD [ARGS...]
+const runUsageHead = `Usage: sbx run [flags] -- CMD [ARGS...]
 
 Runs CMD (looked up on PATH inside the sandbox, no shell in between) in a new
 sandbox and exits with its status.
@@ -37,75 +37,21 @@ seccomp in place of the BPF tiers (so no --allow-host or --net host), and
 limits as cgroups only where a cgroup2 subtree is delegated to you (else as
 rlimits, with a note; explicit --memory/--cpus/--pids then refuse to run).
 See sbx doctor.
+`
 
-Flags:
-  --workspace DIR   directory to work in (default: the current directory);
-                    the program starts in the current directory if it lies
-                    inside the workspace, else at the workspace root
-  -w, --write       make the workspace writable, except the entries that run
-                    later outside the sandbox, which stay read-only: .git,
-                    .gitmodules, .sbx*, .envrc, .vscode, .idea, .mcp.json,
-                    shell rc files (open one with --rw PATH, e.g. --rw .git
-                    to commit from inside)
-  --ro PATH         also show PATH read-only at its own path (repeatable)
-  --rw PATH         also show PATH read-write at its own path (repeatable)
-  --home DIR|tmp    host directory behind $HOME (default:
-                    ${XDG_DATA_HOME:-~/.local/share}/sbx/home); "tmp" for a
-                    throwaway home removed after the run
-  --env NAME        pass the host's NAME through (repeatable)
-  --env NAME=VALUE  set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG,
-                    LC_*, TZ and SBX=1 are set otherwise
-  --memory SIZE     memory limit, e.g. 512m, 2g (default: half the RAM, here
-                    {{memory}}); exceeding it kills the program
-  --cpus N          CPU limit in cores (default: all CPUs, here {{cpus}})
-  --pids N          process limit (default {{pids}}); fork fails beyond it
-  --timeout DUR     kill the whole sandbox after DUR (e.g. 30s, 5m); status 124
-  --tty MODE        auto|always|never: give the program its own pty
-                    (auto: when stdin and stdout are terminals)
-  --policy TIER     file tier to demand: auto (every tier the kernel has:
-                    BPF LSM and/or Landlock; refuse to run with none),
-                    landlock, or bpf; a demanded tier that is missing makes
-                    sbx exit 125
-  --allow-host HOST[:PORT]
-                    let the program reach HOST (port 443 unless given) through
-                    sbx's HTTP proxy (repeatable). HOST is a name, *.DOMAIN
-                    for its subdomains (not DOMAIN itself), or an IP address
-                    ([::1]:8080). HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY
-                    (both cases) and NODE_USE_ENV_PROXY=1 are set; names that
-                    resolve to loopback, private or link-local addresses are
-                    refused unless that address is allowed itself
-  --net MODE        loopback (default): the sandbox's own loopback (127.0.0.1,
-                    ::1: servers and clients of the program itself, not this
-                    machine's) and the --allow-host destinations; every
-                    other destination is refused and reported. none: no inet
-                    socket at all but the --allow-host proxy's. host: share
-                    the host's network. WARNING: with host the program can
-                    reach everything this machine can (your LAN, local
-                    services, cloud metadata): no isolation
-  --violations FILE append every denied operation to FILE as a JSON line
-                    (time, pid, comm, op, target, errno, tier); denials are
-                    also summarized on stderr as "sbx: denied ..." lines
-  --quiet           print no "sbx: denied ..." lines (--violations and the
-                    count at the end stay)
-  --mask PATH       show PATH (file or directory) empty and unreadable: the
-                    program gets EACCES, reported as a denial (repeatable)
-  --protect PATH    keep PATH read-only inside the writable trees, as the
-                    protected entries (repeatable)
-  --profile NAME    apply the profile NAME (sbx profile list); without it,
-                    the profile named as the command's basename applies, if
-                    any (said on stderr)
-  --no-profile      apply no profile
-  --settings FILE   read Anthropic sandbox-runtime settings (JSON:
-                    network.allowedDomains, filesystem.denyRead, allowWrite,
-                    denyWrite) as flags; a key sbx cannot honour is an
-                    error; files after the first may only tighten
-                    (repeatable)
+// hostDefaults is the line of run's --help with this host's default limits.
+func hostDefaults() string {
+	return fmt.Sprintf("Default limits on this host: --memory %s --cpus %s --pids %d (sbx exec: 512m,\n1 CPU, 256, 120 s).\n", formatSize(hostMemory()), strconv.FormatFloat(hostCPUs(), 'g', -1, 64), runDefaultPids)
+}
 
-Precedence: flags, then the profile (and its settings files), then the
+// runUsageProfiles says where the flags' values come from besides the
+// command line (issues 18, 20).
+const runUsageProfiles = `Precedence: flags, then the profile (and its settings files), then the
 [defaults] of ${XDG_CONFIG_HOME:-~/.config}/sbx/config.toml (never one inside
 the workspace), then the built-in defaults. Lists add up across them.
+`
 
-Exit status: the program's own; 128+N if it died of signal N; 124 on timeout;
+const runUsageTail = `Exit status: the program's own; 128+N if it died of signal N; 124 on timeout;
 126 if CMD is not executable; 127 if it is not found; 125 if sbx itself failed
 (the program did not run), or if the program exited 0 but staged session files
 could not all be copied back (they stay in the sandbox home; later runs retry).
@@ -113,8 +59,14 @@ Signals sent to sbx (INT, TERM, HUP, QUIT, USR1, USR2, WINCH) are forwarded;
 if sbx dies, every process of the sandbox dies with it.
 `
 
+// runUsage is run's --help: the text around a Flags section generated
+// from its flag set.
+func runUsage(fs *flag.FlagSet) string {
+	return runUsageHead + "\n" + flagHelp(fs) + "\n" + hostDefaults() + runUsageProfiles + "\n" + runUsageTail
+}
+
 func cmdRun(args []string, s streams) int {
-	fs := newFlagSet("run", s)
+	fs := newFlagSet("run")
 	var (
 		o           runner.Options
 		ro, rw, env listFlag
@@ -128,22 +80,24 @@ func cmdRun(args []string, s streams) int {
 		netMode     = "loopback"
 		help        bool
 	)
-	fs.StringVar(&o.Workspace, "workspace", "", "")
-	fs.BoolVar(&o.Write, "write", false, "")
+	fs.StringVar(&o.Workspace, "workspace", "", "`DIR` directory to work in (default: the current directory); the program starts in the current directory if it lies inside the workspace, else at the workspace root")
+	fs.BoolVar(&o.Write, "write", false, "make the workspace writable, except the entries that run later outside the sandbox, which stay read-only: .git, .gitmodules, .sbx*, .envrc, .vscode, .idea, .mcp.json, shell rc files (open one with --rw PATH, e.g. --rw .git to commit from inside)")
 	fs.BoolVar(&o.Write, "w", false, "")
-	fs.Var(&ro, "ro", "")
-	fs.Var(&rw, "rw", "")
-	fs.StringVar(&o.Home, "home", "", "")
-	fs.Var(&env, "env", "")
-	fs.StringVar(&memory, "memory", memory, "")
-	fs.Float64Var(&cpus, "cpus", cpus, "")
-	fs.Int64Var(&pids, "pids", pids, "")
-	fs.DurationVar(&o.Timeout, "timeout", 0, "")
-	fs.StringVar(&tty, "tty", tty, "")
-	fs.StringVar(&policy, "policy", policy, "")
-	fs.StringVar(&violations, "violations", "", "")
-	fs.Var(&allowHosts, "allow-host", "")
-	fs.StringVar(&netMode, "net", netMode, "")
+	fs.Var(&ro, "ro", "`PATH` also show PATH read-only at its own path (repeatable)")
+	fs.Var(&rw, "rw", "`PATH` also show PATH read-write at its own path (repeatable); a single file below your home is copied in and back (so a save by rename works), one in the writable workspace is the workspace's own")
+	fs.StringVar(&o.Home, "home", "", "`DIR|tmp` host directory behind $HOME (default: ${XDG_DATA_HOME:-~/.local/share}/sbx/home); \"tmp\" for a throwaway home removed after the run")
+	fs.Var(&env, "env", "`NAME` pass the host's NAME through (repeatable)\n`NAME=VALUE` set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG, LC_*, TZ and SBX=1 are set otherwise")
+	fs.StringVar(&memory, "memory", memory, "`SIZE` memory limit, e.g. 512m, 2g (default: half the RAM, see below); exceeding it kills the program")
+	fs.Float64Var(&cpus, "cpus", cpus, "`N` CPU limit in cores (default: all CPUs, see below)")
+	fs.Int64Var(&pids, "pids", pids, "`N` process limit (default 4096); fork fails beyond it")
+	fs.DurationVar(&o.Timeout, "timeout", 0, "`DUR` kill the whole sandbox after DUR (e.g. 30s, 5m); status 124")
+	fs.StringVar(&tty, "tty", tty, "`MODE` auto|always|never: give the program its own pty (auto: when stdin and stdout are terminals)")
+	fs.StringVar(&policy, "policy", policy, "`TIER` file tier to demand: auto (every tier the kernel has: BPF LSM and/or Landlock; refuse to run with none), landlock, or bpf; a demanded tier that is missing makes sbx exit 125")
+	fs.StringVar(&violations, "violations", "", "`FILE` append every denied operation to FILE as a JSON line (time, pid, comm, op, target, errno, tier); denials are also summarized on stderr as \"sbx: denied ...\" lines")
+	fs.Var(&allowHosts, "allow-host", "`HOST[:PORT]` let the program reach HOST (port 443 unless given) through sbx's HTTP proxy (repeatable). HOST is a name, *.DOMAIN for its subdomains (not DOMAIN itself), or an IP address ([::1]:8080). HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY (both cases) and NODE_USE_ENV_PROXY=1 are set; names that resolve to loopback, private or link-local addresses are refused unless that address is allowed itself")
+	fs.StringVar(&netMode, "net", netMode, "`MODE` loopback (default): the sandbox's own loopback (127.0.0.1, ::1: servers and clients of the program itself, not this machine's) and the --allow-host destinations; every other destination is refused and reported. none: no inet socket at all but the --allow-host proxy's. host: share the host's network. WARNING: with host the program can reach everything this machine can (your LAN, local services, cloud metadata): no isolation")
+	// Fitting the host (issue 18): see runner/discover.go.
+	fs.BoolVar(&o.NoDiscover, "no-discover", false, "do not show a command that is missing in the sandbox but installed on the host (nvm, npm --prefix, ~/.local/bin, ~/.bun/bin): by default sbx shows its installation read-only and says so")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
 	// Profiles, the config file, srt settings, masks, --quiet (#18, #20).
@@ -151,13 +105,13 @@ func cmdRun(args []string, s streams) int {
 	pf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(s.out, runHelp())
+			fmt.Fprint(s.out, runUsage(fs))
 			return 0
 		}
-		return fail(s, fmt.Errorf("run: %v (see sbx run --help)", err))
+		return fail(s, fmt.Errorf("run: %w (see sbx run --help)", flagError(fs, err)))
 	}
 	if help {
-		fmt.Fprint(s.out, runHelp())
+		fmt.Fprint(s.out, runUsage(fs))
 		return 0
 	}
 	o.Args = fs.Args()
@@ -255,15 +209,6 @@ func cmdRun(args []string, s streams) int {
 		return exitSbxError // the program succeeded, but its work did not all come back
 	}
 	return res.ExitCode
-}
-
-// runHelp is runUsage with this host's default limits.
-func runHelp() string {
-	return strings.NewReplacer(
-		"{{memory}}", formatSize(hostMemory()),
-		"{{cpus}}", strconv.FormatFloat(hostCPUs(), 'g', -1, 64),
-		"{{pids}}", strconv.Itoa(runDefaultPids),
-	).Replace(runUsage)
 }
 
 // Limits sbx accepts (see the checks in cmdRun).

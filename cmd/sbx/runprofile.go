@@ -34,12 +34,12 @@ type profileFlags struct {
 }
 
 func (pf *profileFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&pf.name, "profile", "", "")
-	fs.BoolVar(&pf.none, "no-profile", false, "")
-	fs.Var(&pf.settings, "settings", "")
-	fs.Var(&pf.masks, "mask", "")
-	fs.BoolVar(&pf.quiet, "quiet", false, "")
-	fs.Var(&pf.protected, "protect", "")
+	fs.BoolVar(&pf.quiet, "quiet", false, "print no \"sbx: denied ...\" lines (--violations and the count at the end stay)")
+	fs.Var(&pf.masks, "mask", "`PATH` show PATH (file or directory) empty and unreadable: the program gets EACCES, reported as a denial (repeatable)")
+	fs.Var(&pf.protected, "protect", "`PATH` keep PATH read-only inside the writable trees, as the protected entries (repeatable)")
+	fs.StringVar(&pf.name, "profile", "", "`NAME` apply the profile NAME (sbx profile list); without it, the profile named as the command's basename applies, if any (said on stderr)")
+	fs.BoolVar(&pf.none, "no-profile", false, "apply no profile")
+	fs.Var(&pf.settings, "settings", "`FILE` read Anthropic sandbox-runtime settings (JSON: network.allowedDomains, filesystem.denyRead, allowWrite, denyWrite) as flags; a key sbx cannot honour is an error; files after the first may only tighten (repeatable)")
 }
 
 // profileEnv is where profiles are resolved: the invoking user's home
