@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 const python = "/usr/bin/python3"
