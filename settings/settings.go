@@ -144,40 +144,46 @@ func (o object) take(key, where string, v any) (bool, error) {
 
 // unsupported are the srt keys sbx does not honour, with why. Such a key
 // is accepted only with its neutral value (false, 0, empty).
-var unsupported = map[string]string{
-	"credentials":                     "sbx does not rewrite credentials; pass variables with --env",
-	"ignoreViolations":                "sbx reports every denial (use --quiet to print none)",
-	"enableWeakerNestedSandbox":       "sbx has no weaker mode",
-	"allowNestedUserNamespaces":       "sbx refuses new user namespaces inside the sandbox",
-	"enableWeakerNetworkIsolation":    "macOS only",
-	"allowAppleEvents":                "macOS only",
-	"ripgrep":                         "srt's own tool; sbx needs none",
-	"seccomp":                         "srt's own seccomp binaries; sbx has its own filter",
-	"bwrapPath":                       "srt's own tool; sbx needs none",
-	"socatPath":                       "srt's own tool; sbx needs none",
-	"javaAgentJarPath":                "srt's own tool; sbx needs none",
-	"windows":                         "Windows only",
-	"git":                             "sbx does not inject git configuration",
-	"network.deniedDomainReasons":     "sbx reports its own reason",
-	"network.deniedResolvedAddresses": "sbx refuses loopback, private, link-local and similar addresses itself, and no others",
-	"network.allowUnixSockets":        "sbx shows no host socket (macOS only in srt)",
-	"network.allowAllUnixSockets":     "sbx shows no host socket",
-	"network.allowMachLookup":         "macOS only",
-	"network.httpProxyPort":           "sbx runs its own proxy",
-	"network.socksProxyPort":          "sbx runs its own proxy",
-	"network.mitmProxy":               "sbx does not route through another proxy",
-	"network.parentProxy":             "sbx does not route through another proxy",
-	"network.filterRequest":           "sbx does not filter requests",
-	"network.tlsTerminate":            "sbx does not look inside TLS",
-	"network.allowPlaintextHeaderSet": "sbx does not rewrite requests",
-	"network.stripResponseHeaders":    "sbx does not rewrite responses",
-	"network.ambiguousRequestTarget":  "sbx does not filter requests",
-	"network.refuseOpaqueTunnels":     "sbx does not look inside tunnels",
-	"network.requireHostMatch":        "sbx does not look inside TLS",
-	"filesystem.allowRead":            "sbx cannot show a path inside a --mask",
-	"filesystem.disabled":             "sbx cannot turn its file policy off",
-	"filesystem.allowGitConfig":       "sbx keeps all of .git read-only (--rw .git opens it)",
-}
+var unsupported = func() map[string]string {
+	m := map[string]string{}
+	for _, e := range []struct{ key, why string }{
+		{"credentials", "sbx does not rewrite credentials; pass variables with --env"},
+		{"ignoreViolations", "sbx reports every denial (use --quiet to print none)"},
+		{"enableWeakerNestedSandbox", "sbx has no weaker mode"},
+		{"allowNestedUserNamespaces", "sbx refuses new user namespaces inside the sandbox"},
+		{"enableWeakerNetworkIsolation", "macOS only"},
+		{"allowAppleEvents", "macOS only"},
+		{"ripgrep", "srt's own tool; sbx needs none"},
+		{"seccomp", "srt's own seccomp binaries; sbx has its own filter"},
+		{"bwrapPath", "srt's own tool; sbx needs none"},
+		{"socatPath", "srt's own tool; sbx needs none"},
+		{"javaAgentJarPath", "srt's own tool; sbx needs none"},
+		{"windows", "Windows only"},
+		{"git", "sbx does not inject git configuration"},
+		{"network.deniedDomainReasons", "sbx reports its own reason"},
+		{"network.deniedResolvedAddresses", "sbx refuses loopback, private, link-local and similar addresses itself, and no others"},
+		{"network.allowUnixSockets", "sbx shows no host socket (macOS only in srt)"},
+		{"network.allowAllUnixSockets", "sbx shows no host socket"},
+		{"network.allowMachLookup", "macOS only"},
+		{"network.httpProxyPort", "sbx runs its own proxy"},
+		{"network.socksProxyPort", "sbx runs its own proxy"},
+		{"network.mitmProxy", "sbx does not route through another proxy"},
+		{"network.parentProxy", "sbx does not route through another proxy"},
+		{"network.filterRequest", "sbx does not filter requests"},
+		{"network.tlsTerminate", "sbx does not look inside TLS"},
+		{"network.allowPlaintextHeaderSet", "sbx does not rewrite requests"},
+		{"network.stripResponseHeaders", "sbx does not rewrite responses"},
+		{"network.ambiguousRequestTarget", "sbx does not filter requests"},
+		{"network.refuseOpaqueTunnels", "sbx does not look inside tunnels"},
+		{"network.requireHostMatch", "sbx does not look inside TLS"},
+		{"filesystem.allowRead", "sbx cannot show a path inside a --mask"},
+		{"filesystem.disabled", "sbx cannot turn its file policy off"},
+		{"filesystem.allowGitConfig", "sbx keeps all of .git read-only (--rw .git opens it)"},
+	} {
+		m[e.key] = e.why
+	}
+	return m
+}()
 
 // accepted are srt keys sbx takes without mapping them, because sbx is
 // already at least as strict (see the package doc).
