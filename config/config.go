@@ -101,15 +101,15 @@ func Parse(data []byte) (File, error) {
 		return File{}, describe(err)
 	}
 	if err := f.Defaults.Validate(); err != nil {
-		return File{}, fmt.Errorf(": [defaults]: %w", err)
+		return File{}, valueError(data, []string{"defaults"}, err)
 	}
 	for _, name := range sortedKeys(f.Profiles) {
 		p := f.Profiles[name]
 		if !validName(name) {
-			return File{}, fmt.Errorf(": [profiles.%s]: a profile name is letters, digits, '.', '_' and '-'", name)
+			return File{}, fmt.Errorf(": [profiles.%q]: a profile name is letters, digits, '.', '_' and '-'", name)
 		}
 		if err := p.Validate(); err != nil {
-			return File{}, fmt.Errorf(": [profiles.%s]: %w", name, err)
+			return File{}, valueError(data, []string{"profiles", name}, err)
 		}
 		p.Name = name
 		f.Profiles[name] = p
@@ -143,6 +143,44 @@ func describe(err error) error {
 // typeMismatch is the library's message for a value of the wrong type,
 // which names Go types; it is rewritten to name what the key takes.
 var typeMismatch = regexp.MustCompile(`cannot decode TOML (\w+) into struct field \S+ of type \[?\]?\*?(\w+)`)
+
+// valueError names the line and key of a value Validate refused: the
+// key's line in its table, found in the text (the TOML library reports
+// positions only for its own errors).
+func valueError(data []byte, table []string, err error) error {
+	var ke *profile.KeyError
+	if !errors.As(err, &ke) {
+		return fmt.Errorf(": [%s]: %w", strings.Join(table, "."), err)
+	}
+	full := strings.Join(append(slices.Clone(table), ke.Key), ".")
+	if line := keyLine(data, table, ke.Key); line > 0 {
+		return fmt.Errorf(":%d: key %s: %w", line, full, ke.Err)
+	}
+	return fmt.Errorf(": key %s: %w", full, ke.Err)
+}
+
+// keyLine returns the 1-based line of "key =" in the table named by path
+// (a [defaults] or [profiles.NAME] header, the name bare or quoted), or 0.
+func keyLine(data []byte, path []string, key string) int {
+	var headers []string
+	if len(path) == 2 {
+		headers = []string{"[" + path[0] + "." + path[1] + "]", "[" + path[0] + `."` + path[1] + `"]`}
+	} else {
+		headers = []string{"[" + path[0] + "]"}
+	}
+	in := false
+	for i, l := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "[") {
+			in = slices.Contains(headers, strings.ReplaceAll(t, " ", ""))
+			continue
+		}
+		if k, _, ok := strings.Cut(t, "="); in && ok && strings.TrimSpace(k) == key {
+			return i + 1
+		}
+	}
+	return 0
+}
 
 func validName(s string) bool {
 	if s == "" {

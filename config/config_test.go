@@ -59,6 +59,8 @@ func TestErrorsNameLineAndKey(t *testing.T) {
 		{"wrong-type-string.toml", ":3:", "defaults.memory"},
 		{"wrong-type-list.toml", ":2:", "profiles.p.env"},
 		{"top-level-key.toml", ":1:", "memory"},
+		{"bad-value.toml", ":2:", "defaults.net"},
+		{"bad-env-profile.toml", ":7:", "profiles.my-tool.env"},
 	} {
 		path := filepath.Join("testdata", tc.file)
 		_, err := Load(path)

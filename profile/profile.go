@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -204,30 +205,40 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
+// KeyError is a bad value of one key of a profile: Key is its TOML name.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *KeyError) Unwrap() error { return e.Err }
+
 // Validate checks what a profile can get wrong without the host: names
-// of variables, and values of scalars with a fixed set of choices.
+// of variables, and values of scalars with a fixed set of choices. Its
+// error is a *KeyError.
 func (p Profile) Validate() error {
 	for _, e := range p.Env {
 		name, _, _ := strings.Cut(e, "=")
 		if !validEnvName(name) {
-			return fmt.Errorf("env %q: want NAME or NAME=VALUE", e)
+			return &KeyError{"env", fmt.Errorf("%q: want NAME or NAME=VALUE", e)}
 		}
 	}
 	switch p.Net {
 	case "", "loopback", "none", "host":
 	default:
-		return fmt.Errorf("net %q: want loopback, none or host", p.Net)
+		return &KeyError{"net", fmt.Errorf("%q: want loopback, none or host", p.Net)}
 	}
 	switch p.Policy {
 	case "", "auto", "landlock", "bpf":
 	default:
-		return fmt.Errorf("policy %q: want auto, landlock or bpf", p.Policy)
+		return &KeyError{"policy", fmt.Errorf("%q: want auto, landlock or bpf", p.Policy)}
 	}
-	for _, lists := range [][]string{p.ReadOnly, p.ReadWrite, p.ReadOnlyIfExists, p.Mask, p.Protect, p.Settings, p.SettingsIfExists, p.TightenIfExists} {
-		for _, s := range lists {
-			if s == "" {
-				return fmt.Errorf("empty path")
-			}
+	for key, list := range map[string][]string{"ro": p.ReadOnly, "rw": p.ReadWrite, "ro_if_exists": p.ReadOnlyIfExists,
+		"mask": p.Mask, "protect": p.Protect, "settings": p.Settings, "settings_if_exists": p.SettingsIfExists,
+		"tighten_settings_if_exists": p.TightenIfExists} {
+		if slices.Contains(list, "") {
+			return &KeyError{key, errors.New("empty path")}
 		}
 	}
 	return nil

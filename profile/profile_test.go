@@ -101,11 +101,11 @@ func TestValidate(t *testing.T) {
 		want string
 	}{
 		{Profile{Env: []string{"OK", "A_1=x y"}}, ""},
-		{Profile{Env: []string{"1A"}}, `env "1A"`},
-		{Profile{Env: []string{"A B=1"}}, `env "A B=1"`},
-		{Profile{Net: "wifi"}, `net "wifi"`},
-		{Profile{Policy: "apparmor"}, `policy "apparmor"`},
-		{Profile{Mask: []string{""}}, "empty path"},
+		{Profile{Env: []string{"1A"}}, `env: "1A"`},
+		{Profile{Env: []string{"A B=1"}}, `env: "A B=1"`},
+		{Profile{Net: "wifi"}, `net: "wifi"`},
+		{Profile{Policy: "apparmor"}, `policy: "apparmor"`},
+		{Profile{Mask: []string{""}}, "mask: empty path"},
 	} {
 		err := tc.p.Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
