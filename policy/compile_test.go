@@ -53,6 +53,7 @@ var policies = []struct {
 		Files: Files{
 			System: []string{"/usr"}, ReadOnly: []string{"/data"}, ReadWrite: []string{"/cache"},
 			Workspace: "/ws", Write: true, Home: "/var/lib/h", HomeInside: "/home/u",
+			Hidden: []string{"/ws/.env"},
 		},
 		Network: Network{Mode: NetLoopback},
 	}},

@@ -15,6 +15,9 @@ const (
 	// LSMFilesystem grants the whole filesystem mounted at Path (the
 	// sandbox's own /proc, /tmp, /dev).
 	LSMFilesystem
+	// LSMDeny refuses the file or directory at Path (by identity), even
+	// inside a granted tree: the masks of --mask.
+	LSMDeny
 )
 
 // String names k as the golden files do.
@@ -26,6 +29,8 @@ func (k LSMKind) String() string {
 		return "list"
 	case LSMFilesystem:
 		return "filesystem"
+	case LSMDeny:
+		return "deny"
 	}
 	return "LSMKind(?)"
 }
@@ -41,7 +46,8 @@ type LSMRule struct {
 // the sandbox and so names everything by host path: the same set as
 // [Policy.Landlock], with the home by its host directory and the sandbox's
 // own pseudo filesystems (/proc, /tmp, /dev) through root, the path of its
-// root as the host sees it (/proc/PID1/root). The root itself is listed but
+// root as the host sees it (/proc/PID1/root), and the masks of --mask
+// refused by identity. The root itself is listed but
 // not opened below: "ls /" works as on the Landlock tier, and a file on the
 // root filesystem outside the set (the shim) stays refused.
 func (p Policy) LSM(root string) []LSMRule {
@@ -59,6 +65,9 @@ func (p Policy) LSM(root string) []LSMRule {
 	}
 	tree(f.Workspace, f.Write)
 	tree(f.Home, true)
+	for _, h := range f.Hidden {
+		rules = append(rules, LSMRule{LSMDeny, h, false})
+	}
 	rules = append(rules,
 		LSMRule{LSMList, root, false},
 		LSMRule{LSMFilesystem, path.Join(root, "proc"), false},

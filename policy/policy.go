@@ -28,6 +28,9 @@ type Files struct {
 	Home, HomeInside string
 	// Devices are directories of device nodes: read, write and ioctl.
 	Devices []string
+	// Hidden are the paths of --mask: hidden by mounts, and refused by
+	// identity on the BPF LSM tier, whatever name reaches them.
+	Hidden []string
 	// Masked are paths hidden by an empty mount (root-only files, say);
 	// Protected are paths inside writable mounts remounted read-only
 	// (.git/hooks, say). Both are enforced by mounts, not by the file

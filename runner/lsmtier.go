@@ -40,6 +40,8 @@ func lsmPolicy(spec *sandbox.Spec, pid1 int) bpf.FilePolicy {
 			p.AllowList(r.Path)
 		case policy.LSMFilesystem:
 			p.AllowFilesystem(r.Path, r.Write)
+		case policy.LSMDeny:
+			p.Deny(r.Path)
 		}
 	}
 	return p

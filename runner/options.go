@@ -133,9 +133,22 @@ type Options struct {
 	// says where it is and how to show it.
 	NoDiscover bool
 
+	// Masks are host paths whose content the program must not see
+	// (sbx run --mask): each stays visible, empty and unreadable (EACCES),
+	// on every file tier (see mask.go).
+	Masks []string
+	// Protect are more host paths that stay read-only inside writable
+	// trees, as the protected entries do (sbx run --settings denyWrite).
+	Protect []string
+	// Quiet prints no "sbx: denied" lines; --violations and the count at
+	// the end stay.
+	Quiet bool
+
 	// Filled by resolvePaths: the resolved, checked host paths.
 	ws, home string
 	ro, rw   []string
+	masks    []string    // resolved Masks
+	protects []string    // resolved Protect
 	cred     hostfs.Cred // the invoking user's, for host file operations
 	// forOwner: root without sudo runs the program as the workspace's
 	// owner (see workspaceOwner).
@@ -211,6 +224,9 @@ func (o *Options) resolvePaths() error {
 			return err
 		}
 		paths = append(paths, hostPath{field: "--home", path: o.home, writable: true})
+	}
+	if err := o.resolveMaskPaths(cwd); err != nil {
+		return err
 	}
 	if err := checkUTF8(o.Args, o.Cwd, paths); err != nil {
 		return err

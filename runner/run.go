@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -119,6 +120,10 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	r := &run{o: &o, spec: spec, res: &res, rep: newReporter(o.Log, o.Violations)}
 	if o.QuietDenials {
 		r.rep = newReporter(nil, o.Violations)
+	}
+	r.rep.silent = o.Quiet
+	for _, h := range spec.Hidden {
+		r.rep.masks = append(r.rep.masks, h.Path)
 	}
 	r.plan(cleanup, staged)
 	r.ready = 4 // home, the copy-backs and the report are set up by now
@@ -461,9 +466,24 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	if err := o.extraProtection(&prot); err != nil {
+		return nil, nop, err
+	}
+	hidden, err := o.hiddenPaths()
+	if err != nil {
+		return nil, nop, err
+	}
+	dropMasked(&prot, hidden)
 	home, cleanup, err := o.homeDir(who, id, ws)
 	if err != nil {
 		return nil, nop, err
+	}
+	var hiddenFile string
+	if slices.ContainsFunc(hidden, func(h sandbox.Hidden) bool { return !h.Dir }) {
+		if hiddenFile, err = maskFile(o.StateDir); err != nil {
+			cleanup()
+			return nil, nop, err
+		}
 	}
 	rw, rwCopies := o.splitRWFiles(rw, ws) // see rwfile.go
 	if o.rwCopies, err = o.copyInRW(rwCopies, home); err != nil {
@@ -495,6 +515,8 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		Umask:      callerUmask(),
 		Rootless:   rootless,
 		Cgroup:     cgroup,
+		Hidden:     hidden,
+		HiddenFile: hiddenFile,
 	}
 	if rootless && cgroup == "" {
 		spec.Limits.CPUs = 0 // no rlimit for CPU bandwidth (see the note)

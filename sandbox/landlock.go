@@ -31,6 +31,7 @@ func (s *Spec) Policy(layout []Entry) policy.Policy {
 			HomeInside: s.HomeInside,
 			Devices:    []string{"/dev"},
 			Masked:     s.Masked,
+			Hidden:     hiddenPaths(s.Hidden),
 			Protected:  s.Protected,
 		},
 		Limits: policy.Limits{MemoryBytes: s.Limits.MemoryBytes, CPUs: s.Limits.CPUs, Pids: s.Limits.Pids},
@@ -52,6 +53,15 @@ func (s *Spec) Policy(layout []Entry) policy.Policy {
 		p.Network.Proxy = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), s.ProxyPort)
 	}
 	return p
+}
+
+// hiddenPaths are the paths of hs.
+func hiddenPaths(hs []Hidden) []string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.Path)
+	}
+	return out
 }
 
 // LandlockPolicy is the Landlock tier's file policy of s (see

@@ -73,6 +73,10 @@ type Spec struct {
 	// /dev/null, directories an empty read-only tmpfs), e.g. [RootOnly]
 	// of /etc for a program that runs as uid 0. Each must exist.
 	Masked []string
+	// Hidden are the paths of sbx run --mask (see [Hidden]); HiddenFile
+	// is the host's empty file of mode 0000 mounted over masked files.
+	Hidden     []Hidden
+	HiddenFile string
 	// HostNetwork shares the host's network namespace instead of an
 	// empty one, and leaves TCP out of the Landlock policy (sbx run --net
 	// host: no network isolation at all).

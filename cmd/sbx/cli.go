@@ -30,6 +30,7 @@ Usage:
   sbx run [flags] -- CMD [ARGS...]   run CMD in a new sandbox
   sbx exec [--request FILE]          run one JSON request, print a JSON result
   sbx doctor                         check what this host can enforce
+  sbx profile list|show NAME         print the profiles sbx run applies
   sbx version                        print the version
   sbx help [COMMAND]                 show help
 
@@ -54,6 +55,8 @@ func sbxMain(args []string, s streams) int {
 		return cmdExec(args[1:], s)
 	case "doctor":
 		return cmdDoctor(args[1:], s)
+	case "profile":
+		return cmdProfile(args[1:], s)
 	case docsCommand:
 		return cmdDocs(args[1:], s)
 	case "version", "--version", "-version":
@@ -68,6 +71,8 @@ func sbxMain(args []string, s streams) int {
 				return cmdExec([]string{"--help"}, s)
 			case "doctor":
 				return cmdDoctor([]string{"--help"}, s)
+			case "profile":
+				return cmdProfile([]string{"--help"}, s)
 			case "version", "help":
 			default:
 				fmt.Fprintf(s.err, "sbx: help: unknown command %q (see sbx --help)\n", args[1])

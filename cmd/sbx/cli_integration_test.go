@@ -13,7 +13,9 @@ import (
 
 // runFlags are the flags of "sbx run" that the help must explain.
 var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net",
-	"no-discover"}
+	"no-discover",
+	// profiles, config, settings, masks (#18, #20)
+	"profile", "no-profile", "settings", "mask", "protect", "quiet"}
 
 func TestVersion(t *testing.T) {
 	b := newBox(t)
@@ -92,6 +94,7 @@ func TestDocumentedFlagsParse(t *testing.T) {
 		"memory": {"64m"}, "cpus": {"0.5"}, "pids": {"10"}, "timeout": {"1s"}, "tty": {"never"},
 		"policy": {"auto"}, "violations": {filepath.Join(b.tempDir(), "v.jsonl")},
 		"allow-host": {"api.example.com"}, "net": {"loopback"},
+		"profile": {"claude"}, "settings": {"s.json"}, "mask": {".env"}, "protect": {".env"},
 	}
 	for _, f := range runFlags {
 		dash := "--"

@@ -39,6 +39,18 @@ rlimits, with a note; explicit --memory/--cpus/--pids then refuse to run).
 See sbx doctor.
 `
 
+// hostDefaults is the line of run's --help with this host's default limits.
+func hostDefaults() string {
+	return fmt.Sprintf("Default limits on this host: --memory %s --cpus %s --pids %d (sbx exec: 512m,\n1 CPU, 256, 120 s).\n", formatSize(hostMemory()), strconv.FormatFloat(hostCPUs(), 'g', -1, 64), runDefaultPids)
+}
+
+// runUsageProfiles says where the flags' values come from besides the
+// command line (issues 18, 20).
+const runUsageProfiles = `Precedence: flags, then the profile (and its settings files), then the
+[defaults] of ${XDG_CONFIG_HOME:-~/.config}/sbx/config.toml (never one inside
+the workspace), then the built-in defaults. Lists add up across them.
+`
+
 const runUsageTail = `Exit status: the program's own; 128+N if it died of signal N; 124 on timeout;
 126 if CMD is not executable; 127 if it is not found; 125 if sbx itself failed
 (the program did not run), or if the program exited 0 but staged session files
@@ -50,7 +62,7 @@ if sbx dies, every process of the sandbox dies with it.
 // runUsage is run's --help: the text around a Flags section generated
 // from its flag set.
 func runUsage(fs *flag.FlagSet) string {
-	return runUsageHead + "\n" + flagHelp(fs) + "\n" + runUsageTail
+	return runUsageHead + "\n" + flagHelp(fs) + "\n" + hostDefaults() + runUsageProfiles + "\n" + runUsageTail
 }
 
 func cmdRun(args []string, s streams) int {
@@ -58,9 +70,9 @@ func cmdRun(args []string, s streams) int {
 	var (
 		o           runner.Options
 		ro, rw, env listFlag
-		memory            = "512m"
-		cpus              = runner.DefaultCPUs
-		pids        int64 = runner.DefaultPids
+		memory            = formatSize(hostMemory())
+		cpus              = hostCPUs()
+		pids        int64 = runDefaultPids
 		tty               = "auto"
 		policy            = "auto"
 		violations  string
@@ -75,9 +87,9 @@ func cmdRun(args []string, s streams) int {
 	fs.Var(&rw, "rw", "`PATH` also show PATH read-write at its own path (repeatable); a single file below your home is copied in and back (so a save by rename works), one in the writable workspace is the workspace's own")
 	fs.StringVar(&o.Home, "home", "", "`DIR|tmp` host directory behind $HOME (default: ${XDG_DATA_HOME:-~/.local/share}/sbx/home); \"tmp\" for a throwaway home removed after the run")
 	fs.Var(&env, "env", "`NAME` pass the host's NAME through (repeatable)\n`NAME=VALUE` set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG, LC_*, TZ and SBX=1 are set otherwise")
-	fs.StringVar(&memory, "memory", memory, "`SIZE` memory limit, e.g. 512m, 2g (default 512m); exceeding it kills the program")
-	fs.Float64Var(&cpus, "cpus", cpus, "`N` CPU limit in cores (default 1)")
-	fs.Int64Var(&pids, "pids", pids, "`N` process limit (default 256); fork fails beyond it")
+	fs.StringVar(&memory, "memory", memory, "`SIZE` memory limit, e.g. 512m, 2g (default: half the RAM, see below); exceeding it kills the program")
+	fs.Float64Var(&cpus, "cpus", cpus, "`N` CPU limit in cores (default: all CPUs, see below)")
+	fs.Int64Var(&pids, "pids", pids, "`N` process limit (default 4096); fork fails beyond it")
 	fs.DurationVar(&o.Timeout, "timeout", 0, "`DUR` kill the whole sandbox after DUR (e.g. 30s, 5m); status 124")
 	fs.StringVar(&tty, "tty", tty, "`MODE` auto|always|never: give the program its own pty (auto: when stdin and stdout are terminals)")
 	fs.StringVar(&policy, "policy", policy, "`TIER` file tier to demand: auto (every tier the kernel has: BPF LSM and/or Landlock; refuse to run with none), landlock, or bpf; a demanded tier that is missing makes sbx exit 125")
@@ -88,6 +100,9 @@ func cmdRun(args []string, s streams) int {
 	fs.BoolVar(&o.NoDiscover, "no-discover", false, "do not show a command that is missing in the sandbox but installed on the host (nvm, npm --prefix, ~/.local/bin, ~/.bun/bin): by default sbx shows its installation read-only and says so")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
+	// Profiles, the config file, srt settings, masks, --quiet (#18, #20).
+	var pf profileFlags
+	pf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(s.out, runUsage(fs))
@@ -102,6 +117,13 @@ func cmdRun(args []string, s streams) int {
 	o.Args = fs.Args()
 	if len(o.Args) == 0 {
 		return fail(s, errors.New("run: no command given (usage: sbx run [flags] -- CMD [ARGS...])"))
+	}
+	explicitLimits, err := pf.apply(fs, s, &o, runFlagValues{
+		net: &netMode, policy: &policy, memory: &memory, cpus: &cpus, pids: &pids,
+		allowHosts: &allowHosts, env: &env, ro: &ro, rw: &rw, masks: &pf.masks, protect: &pf.protected,
+	})
+	if err != nil {
+		return fail(s, fmt.Errorf("run: %w", err))
 	}
 	mem, err := parseSize(memory)
 	if err != nil {
@@ -160,12 +182,7 @@ func cmdRun(args []string, s streams) int {
 	}
 	o.ReadOnly, o.ReadWrite, o.Env = ro, rw, env
 	o.Limits = sandbox.Limits{MemoryBytes: mem, CPUs: cpus, Pids: pids}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "memory", "cpus", "pids":
-			o.ExplicitLimits = append(o.ExplicitLimits, "--"+f.Name)
-		}
-	})
+	o.ExplicitLimits = explicitLimits
 	o.Stdin, o.Stdout, o.Stderr, o.Log = s.in, s.out, s.err, s.err
 	o.ForwardSignals = true
 
