@@ -14,7 +14,6 @@ import (
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/hostfs"
-	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
 // dnsAddr is where sbx answers DNS in a --net loopback sandbox (the
@@ -72,10 +71,10 @@ type dnsServer struct {
 	served chan error
 }
 
-// startDNS listens on dnsAddr in the sandbox's network namespace (root
-// only: setns) and serves it until close.
-func startDNS(sb *sandbox.Sandbox, rep *reporter, names map[string]netip.Addr) (*dnsServer, error) {
-	pc, err := egress.ListenPacketInNetns("/proc/"+strconv.Itoa(sb.Pid())+"/ns/net", dnsAddr)
+// startDNS listens on dnsAddr in the sandbox's network namespace and
+// serves it until stop.
+func startDNS(ns *egress.Netns, rep *reporter, names map[string]netip.Addr) (*dnsServer, error) {
+	pc, err := ns.ListenPacket(dnsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox DNS: %w", err)
 	}

@@ -77,8 +77,8 @@ type egressProxy struct {
 // startEgress opens the proxy's listener in the sandbox's network
 // namespace and serves it. The network wall's exception for the endpoint
 // (netPolicy) is the caller's. Call it after sandbox.Create and before Exec.
-func startEgress(sb *sandbox.Sandbox, allow egress.Allowlist, rep *reporter) (*egressProxy, error) {
-	ln, err := egress.ListenInNetns("/proc/"+strconv.Itoa(sb.Pid())+"/ns/net", proxyAddr.String())
+func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *reporter) (*egressProxy, error) {
+	ln, err := ns.Listen(proxyAddr.String())
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
@@ -113,29 +113,132 @@ const maxForwardNames = 200
 // (ServeForward). With the returned map sbx's DNS answers these names with
 // their address, so clients that ignore the proxy variables (Node's fetch,
 // the JVM, ssh) reach them too.
-func (e *egressProxy) forwardNames(sb *sandbox.Sandbox, allow egress.Allowlist) (map[string]netip.Addr, error) {
+func (e *egressProxy) forwardNames(ns *egress.Netns, allow egress.Allowlist) (map[string]netip.Addr, error) {
 	names := map[string]netip.Addr{}
 	next := forwardBase
-	netns := "/proc/" + strconv.Itoa(sb.Pid()) + "/ns/net"
+	taken := ipRuleAddrs(allow)
 	for _, r := range allow {
 		if r.IsIP() || r.Wildcard() {
 			continue
 		}
 		a, ok := names[r.Name()]
 		if !ok {
+			for taken[next] {
+				next = next.Next()
+			}
 			if len(names) == maxForwardNames {
 				return nil, fmt.Errorf("egress forwarders: more than %d allowed names", maxForwardNames)
 			}
 			a, next = next, next.Next()
 			names[r.Name()] = a
 		}
-		ln, err := egress.ListenInNetns(netns, netip.AddrPortFrom(a, r.Port()).String())
+		ln, err := ns.Listen(netip.AddrPortFrom(a, r.Port()).String())
 		if err != nil {
 			return nil, fmt.Errorf("egress forwarder for %s: %w", r, err)
 		}
 		go func() { _ = e.p.ServeForward(ln, r.Name(), r.Port()) }()
 	}
 	return names, nil
+}
+
+// ipRuleAddrs are the addresses IP rules name.
+func ipRuleAddrs(allow egress.Allowlist) map[netip.Addr]bool {
+	m := map[netip.Addr]bool{}
+	for _, r := range allow {
+		if r.IsIP() {
+			m[r.Addr()] = true
+		}
+	}
+	return m
+}
+
+// forwardIPs listens, for each allowed IP address and port, on that same
+// address and port in the sandbox's namespace (adding the address to its
+// lo unless it is loopback, which lo has already), and forwards each
+// connection there after the proxy's checks: a client that dials the
+// literal (127.0.0.1:11434 for a model server on the host's loopback,
+// 10.0.0.5:5432) reaches the host's destination at the same address. The
+// proxy's own 127.0.0.1:3128 is left to the proxy.
+func (e *egressProxy) forwardIPs(ns *egress.Netns, allow egress.Allowlist) error {
+	added := map[netip.Addr]bool{}
+	for _, r := range allow {
+		if !r.IsIP() {
+			continue
+		}
+		a := r.Addr()
+		ap := netip.AddrPortFrom(a, r.Port())
+		if ap == proxyAddr {
+			continue
+		}
+		if !a.IsLoopback() && !added[a] {
+			if err := ns.AddLoopbackAddr(a); err != nil {
+				return fmt.Errorf("egress forwarder for %s: %w", r, err)
+			}
+			added[a] = true
+		}
+		ln, err := ns.Listen(ap.String())
+		if err != nil {
+			return fmt.Errorf("egress forwarder for %s: %w", r, err)
+		}
+		go func() { _ = e.p.ServeForward(ln, a.String(), r.Port()) }()
+	}
+	return nil
+}
+
+// startNetwork starts what serves the sandbox's network namespace from
+// sbx's side (root and rootless alike): under --net loopback the DNS
+// answerer (NXDOMAIN for every name but the allowed ones), and with
+// --allow-host the egress proxy and the transparent forwarders of the
+// allowed names and addresses. Rootless, a helper in the sandbox's user
+// namespace opens their sockets (egress.OpenNetns): no BPF is involved,
+// and the namespace, which holds nothing but lo, is the wall. The
+// returned func stops it all.
+func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter) (func(), error) {
+	if o.hostNetwork() || (!o.loopback() && len(o.allow) == 0) {
+		return func() {}, nil
+	}
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	ns, err := egress.OpenNetns(sb.Pid(), rootless)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox network: %w", err)
+	}
+	stops = append(stops, func() { _ = ns.Close() })
+	var names map[string]netip.Addr // allowed names' addresses in the sandbox
+	if len(o.allow) > 0 {
+		px, err := startEgress(ns, o.allow, rep)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, func() { px.close(o.Log) })
+		if o.loopback() {
+			if names, err = px.forwardNames(ns, o.allow); err == nil {
+				err = px.forwardIPs(ns, o.allow)
+			}
+			if err != nil {
+				stop()
+				return nil, err
+			}
+		}
+	}
+	if o.loopback() {
+		// A name lookup fails at once (NXDOMAIN), and is reported; an
+		// allowed name gets the address of its forwarder.
+		dns, err := startDNS(ns, rep, names)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, func() { dns.stop(o.Log) })
+	}
+	// The helper is needed no more: the sockets stay.
+	_ = ns.Close()
+	return stop, nil
 }
 
 // close ends every tunnel and connection.

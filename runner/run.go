@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -220,30 +219,13 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			return res, err
 		}
 	}
-	var names map[string]netip.Addr // allowed names' addresses in the sandbox
-	if len(o.allow) > 0 {
-		// Closed before the sandbox is destroyed and before rep.finish,
-		// so every denial is reported.
-		px, err := startEgress(sb, o.allow, rep)
-		if err != nil {
-			return res, err
-		}
-		defer px.close(o.Log)
-		if o.loopback() {
-			if names, err = px.forwardNames(sb, o.allow); err != nil {
-				return res, err
-			}
-		}
+	// The egress proxy, forwarders and DNS: stopped before the sandbox
+	// is destroyed and before rep.finish, so every denial is reported.
+	stopNet, err := o.startNetwork(sb, spec.Rootless, rep)
+	if err != nil {
+		return res, err
 	}
-	if o.loopback() && wall != nil {
-		// A name lookup fails at once (NXDOMAIN), and is reported; an
-		// allowed name gets the address of its forwarder.
-		dns, err := startDNS(sb, rep, names)
-		if err != nil {
-			return res, err
-		}
-		defer dns.stop(o.Log)
-	}
+	defer stopNet()
 	var copied chan struct{}
 	if term != nil {
 		copied = term.attach(sb.Console(), o.Stdout)
@@ -507,9 +489,6 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	}
 	var cgroup string
 	if rootless {
-		if err := rootlessNetwork(o); err != nil {
-			return nil, nop, err
-		}
 		deleg, derr := sandbox.HostDelegation()
 		if cgroup, err = rootlessLimits(o, id, deleg, derr); err != nil {
 			return nil, nop, err

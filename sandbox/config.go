@@ -205,7 +205,7 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 // seccompOptions are the options of the program's seccomp filter.
 func (s *Spec) seccompOptions() SeccompOptions {
 	var o SeccompOptions
-	if s.AllowInetSockets || s.Loopback {
+	if s.AllowInetSockets || s.Loopback || s.HostNetwork {
 		o.SocketFamilies = []int{unix.AF_INET, unix.AF_INET6}
 	}
 	// Reading the routes and links of the namespace (lo alone, or the
