@@ -280,14 +280,17 @@ func (o *Options) netPolicy(pid int, wall bool) (bpf.Policy, error) {
 // netCanary is the proof the shim runs before the program (see
 // sandbox.ShimConfig.NetCanary): with the host network there is no wall
 // to prove; rootless, seccomp refuses inet sockets itself (EPERM) under
-// --net none, and under --net loopback the empty namespace is the wall.
+// --net none without --allow-host, and otherwise the empty namespace is
+// the wall.
 func (o *Options) netCanary(rootless bool) string {
 	switch {
 	case o.hostNetwork():
 		return ""
-	case !o.loopback():
+	case !o.loopback() && (!rootless || len(o.allow) == 0):
 		return sandbox.NetCanaryNoInet
 	case rootless:
+		// With --allow-host rootless --net none has inet sockets too
+		// (for the proxy): the empty namespace is the proof.
 		return sandbox.NetCanaryLoopbackNetns
 	}
 	return sandbox.NetCanaryLoopbackWall

@@ -166,6 +166,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	}
 	if len(o.allow) > 0 {
 		spec.ProxyPort = proxyAddr.Port()
+		// Rootless --net none: the proxy needs inet sockets; Landlock
+		// lets TCP connect only to its port, and the namespace is empty.
+		spec.AllowInetSockets = true
 	}
 
 	var term *terminal

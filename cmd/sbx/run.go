@@ -175,9 +175,7 @@ func cmdRun(args []string, s streams) int {
 		if len(allowHosts) > 0 {
 			return fail(s, errors.New("run: --allow-host needs --net loopback or none (with --net host everything is reachable)"))
 		}
-		if !runner.Rootless() { // rootless, the run refuses --net host
-			fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
-		}
+		fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
 	}
 	o.AllowHosts = allowHosts
 	if o.Policy, err = runner.ParsePolicy(policy); err != nil {
