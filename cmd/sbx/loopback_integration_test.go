@@ -186,6 +186,7 @@ func TestEgressTransparent(t *testing.T) {
 		"curl -sS --noproxy '*' --max-time 10 http://evil.test:" + p + "/ 2>&1 | sed 's/ after .*//'; echo"
 	r := e.run("--allow-host", "api.test:"+p, "--allow-host", "127.0.0.1:"+p, "--", "sh", "-c", script)
 	skipForeignWall(t, r)
+	skipNodeUnderRlimitAS(t, r)
 	want := "upstream /curl\nupstream /node\ncurl: (6) Could not resolve host: evil.test\n\n"
 	if r.code != 0 || r.stdout != want {
 		t.Fatalf("want %q\n%v", want, r)
