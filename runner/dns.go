@@ -73,14 +73,13 @@ type dnsServer struct {
 
 // startDNS listens on dnsAddr in the sandbox's network namespace and
 // serves it until stop.
-func startDNS(ns *egress.Netns, rep *reporter, names map[string]netip.Addr) (*dnsServer, error) {
+func startDNS(ns *egress.Netns, rep *reporter, lookup func(string) (netip.Addr, bool)) (*dnsServer, error) {
 	pc, err := ns.ListenPacket(dnsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox DNS: %w", err)
 	}
 	d := &dnsServer{close: pc.Close, served: make(chan error, 1)}
 	go func() {
-		lookup := func(name string) (netip.Addr, bool) { a, ok := names[name]; return a, ok }
 		d.served <- egress.ServeDNS(pc, lookup, func(name string) {
 			rep.add(gate.Violation{
 				Time: time.Now(), Op: "resolve", Target: name,

@@ -97,94 +97,6 @@ func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *reporter) (*egre
 	return e, nil
 }
 
-// forwardBase is the first address of the forwarders: allowed name i
-// (0-based, in rule order) gets forwardBase + i, on every port a rule
-// allows for it. 127.0.1.0/24 in the sandbox's own loopback, apart from
-// the proxy's and the DNS server's 127.0.0.1.
-var forwardBase = netip.MustParseAddr("127.0.1.1")
-
-// maxForwardNames bounds the names given forwarders (one address each).
-const maxForwardNames = 200
-
-// forwardNames gives each allowed name (not wildcards: a forwarder needs
-// the name before the client asks) a loopback address of the sandbox, and
-// listens there, on each allowed port of the name, in the sandbox's
-// namespace; each connection is forwarded by the proxy after its checks
-// (ServeForward). With the returned map sbx's DNS answers these names with
-// their address, so clients that ignore the proxy variables (Node's fetch,
-// the JVM, ssh) reach them too.
-func (e *egressProxy) forwardNames(ns *egress.Netns, allow egress.Allowlist) (map[string]netip.Addr, error) {
-	names := map[string]netip.Addr{}
-	next := forwardBase
-	taken := ipRuleAddrs(allow)
-	for _, r := range allow {
-		if r.IsIP() || r.Wildcard() {
-			continue
-		}
-		a, ok := names[r.Name()]
-		if !ok {
-			for taken[next] {
-				next = next.Next()
-			}
-			if len(names) == maxForwardNames {
-				return nil, fmt.Errorf("egress forwarders: more than %d allowed names", maxForwardNames)
-			}
-			a, next = next, next.Next()
-			names[r.Name()] = a
-		}
-		ln, err := ns.Listen(netip.AddrPortFrom(a, r.Port()).String())
-		if err != nil {
-			return nil, fmt.Errorf("egress forwarder for %s: %w", r, err)
-		}
-		go func() { _ = e.p.ServeForward(ln, r.Name(), r.Port()) }()
-	}
-	return names, nil
-}
-
-// ipRuleAddrs are the addresses IP rules name.
-func ipRuleAddrs(allow egress.Allowlist) map[netip.Addr]bool {
-	m := map[netip.Addr]bool{}
-	for _, r := range allow {
-		if r.IsIP() {
-			m[r.Addr()] = true
-		}
-	}
-	return m
-}
-
-// forwardIPs listens, for each allowed IP address and port, on that same
-// address and port in the sandbox's namespace (adding the address to its
-// lo unless it is loopback, which lo has already), and forwards each
-// connection there after the proxy's checks: a client that dials the
-// literal (127.0.0.1:11434 for a model server on the host's loopback,
-// 10.0.0.5:5432) reaches the host's destination at the same address. The
-// proxy's own 127.0.0.1:3128 is left to the proxy.
-func (e *egressProxy) forwardIPs(ns *egress.Netns, allow egress.Allowlist) error {
-	added := map[netip.Addr]bool{}
-	for _, r := range allow {
-		if !r.IsIP() {
-			continue
-		}
-		a := r.Addr()
-		ap := netip.AddrPortFrom(a, r.Port())
-		if ap == proxyAddr {
-			continue
-		}
-		if !a.IsLoopback() && !added[a] {
-			if err := ns.AddLoopbackAddr(a); err != nil {
-				return fmt.Errorf("egress forwarder for %s: %w", r, err)
-			}
-			added[a] = true
-		}
-		ln, err := ns.Listen(ap.String())
-		if err != nil {
-			return fmt.Errorf("egress forwarder for %s: %w", r, err)
-		}
-		go func() { _ = e.p.ServeForward(ln, a.String(), r.Port()) }()
-	}
-	return nil
-}
-
 // startNetwork starts what serves the sandbox's network namespace from
 // sbx's side (root and rootless alike): under --net loopback the DNS
 // answerer (NXDOMAIN for every name but the allowed ones), and with
@@ -208,7 +120,7 @@ func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter
 		return nil, fmt.Errorf("sandbox network: %w", err)
 	}
 	stops = append(stops, func() { _ = ns.Close() })
-	var names map[string]netip.Addr // allowed names' addresses in the sandbox
+	var lookup func(string) (netip.Addr, bool) // allowed names' addresses in the sandbox
 	if len(o.allow) > 0 {
 		px, err := startEgress(ns, o.allow, rep)
 		if err != nil {
@@ -217,27 +129,24 @@ func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter
 		}
 		stops = append(stops, func() { px.close(o.Log) })
 		if o.loopback() {
-			if names, err = px.forwardNames(ns, o.allow); err == nil {
-				err = px.forwardIPs(ns, o.allow)
-			}
-			if err != nil {
+			fw := newForwarders(ns, px.p, o.allow, o.Log)
+			if err := fw.start(); err != nil {
 				stop()
 				return nil, err
 			}
+			lookup = fw.lookup
 		}
 	}
 	if o.loopback() {
 		// A name lookup fails at once (NXDOMAIN), and is reported; an
 		// allowed name gets the address of its forwarder.
-		dns, err := startDNS(ns, rep, names)
+		dns, err := startDNS(ns, rep, lookup)
 		if err != nil {
 			stop()
 			return nil, err
 		}
 		stops = append(stops, func() { dns.stop(o.Log) })
 	}
-	// The helper is needed no more: the sockets stay.
-	_ = ns.Close()
 	return stop, nil
 }
 

@@ -446,7 +446,7 @@ func (o *Options) fill() error {
 	if err != nil {
 		return fmt.Errorf("--allow-host: %w", err)
 	}
-	o.allow = allow
+	o.allow = allow.WithLocalhost()
 	return nil
 }
 

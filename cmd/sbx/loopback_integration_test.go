@@ -6,6 +6,10 @@ package main
 // (192.0.2.1, 2001:db8::1) are used.
 
 import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -197,4 +201,63 @@ func TestEgressTransparent(t *testing.T) {
 	if !strings.Contains(r.stderr, "sbx: denied resolve evil.test (no DNS in the sandbox)\n") {
 		t.Errorf("the refused name is not reported\n%v", r)
 	}
+}
+
+// TestEgressSameAddress: with no proxy variable at all, an allowed host
+// loopback address is reached inside at the same address and port
+// (127.0.0.1:P, [::1]:Q, localhost:P, which means the host's 127.0.0.1
+// and ::1), by curl, Python's urllib and a raw TCP client; a subdomain
+// of a wildcard rule is answered by sbx's DNS and forwarded too; another
+// port of the host's loopback is not reached. The upstreams answer on the
+// host (the control), and count exactly the allowed requests.
+func TestEgressSameAddress(t *testing.T) {
+	up := newUpstream(t)
+	up6 := newUpstream6(t)
+	other := newUpstream(t)
+	e := newEgressBox(t, "127.0.0.1 a.wild.test")
+	if r := e.host(opts{}, "curl", "-sS", "http://[::1]:"+up6.port+"/control"); r.stdout != "upstream /control" {
+		t.Fatalf("control: the IPv6 upstream must answer on the host\n%v", r)
+	}
+	p := up.port
+	noProxy := "env -u HTTPS_PROXY -u HTTP_PROXY -u ALL_PROXY -u https_proxy -u http_proxy -u all_proxy "
+	script := noProxy + "curl -sS --max-time 10 http://localhost:" + p + "/localhost; echo; " +
+		noProxy + "curl -sS --max-time 10 http://[::1]:" + up6.port + "/v6; echo; " +
+		noProxy + "curl -sS --max-time 10 http://a.wild.test:" + p + "/wild; echo; " +
+		noProxy + python + ` -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:` + p + `/urllib').read().decode())"; echo; ` +
+		noProxy + python + ` -c "
+import socket
+s = socket.create_connection(('127.0.0.1', ` + p + `), timeout=10)
+s.sendall(b'GET /raw HTTP/1.0\r\n\r\n')
+print(s.makefile('rb').read().split(b'\r\n\r\n', 1)[1].decode())"; ` +
+		noProxy + "curl -sS --max-time 10 http://127.0.0.1:" + other.port + "/ 2>&1 | sed 's/ after .*//'"
+	r := e.run("--allow-host", "localhost:"+p, "--allow-host", "[::1]:"+up6.port, "--allow-host", "*.wild.test:"+p, "--", "sh", "-c", script)
+	skipForeignWall(t, r)
+	want := "upstream /localhost\nupstream /v6\nupstream /wild\nupstream /urllib\nupstream /raw\n" +
+		"curl: (7) Failed to connect to 127.0.0.1 port " + other.port + "\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("want %q\n%v", want, r)
+	}
+	if up.hits.Load() != 4 || up6.hits.Load() != 2 || other.hits.Load() != 0 {
+		t.Errorf("upstream hits %d (want 4), IPv6 %d (want 2: the control and the run), other port %d (want 0)", up.hits.Load(), up6.hits.Load(), other.hits.Load())
+	}
+}
+
+// newUpstream6 is newUpstream on the host's [::1].
+func newUpstream6(t *testing.T) *upstream {
+	t.Helper()
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback on the host: %v", err)
+	}
+	u := &upstream{}
+	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.hits.Add(1)
+		fmt.Fprintf(w, "upstream %s", r.URL.Path)
+	}))
+	u.Listener.Close()
+	u.Listener = ln
+	u.Start()
+	t.Cleanup(u.Close)
+	_, u.port, _ = net.SplitHostPort(ln.Addr().String())
+	return u
 }
