@@ -190,13 +190,17 @@ func TestEgressTransparent(t *testing.T) {
 		"curl -sS --noproxy '*' --max-time 10 http://evil.test:" + p + "/ 2>&1 | sed 's/ after .*//'; echo"
 	r := e.run("--allow-host", "api.test:"+p, "--allow-host", "127.0.0.1:"+p, "--", "sh", "-c", script)
 	skipForeignWall(t, r)
-	skipNodeUnderRlimitAS(t, r)
-	want := "upstream /curl\nupstream /node\ncurl: (6) Could not resolve host: evil.test\n\n"
+	want, hits := "upstream /curl\nupstream /node\ncurl: (6) Could not resolve host: evil.test\n\n", int64(2)
+	if rootless() && strings.Contains(r.stderr, "Cannot allocate Wasm memory") {
+		// Node cannot start under the rlimit fallback's RLIMIT_AS (see
+		// skipNodeUnderRlimitAS): curl's half still counts.
+		want, hits = "upstream /curl\ncurl: (6) Could not resolve host: evil.test\n\n", 1
+	}
 	if r.code != 0 || r.stdout != want {
 		t.Fatalf("want %q\n%v", want, r)
 	}
-	if up.hits.Load() != 2 {
-		t.Errorf("upstream hits %d, want 2", up.hits.Load())
+	if up.hits.Load() != hits {
+		t.Errorf("upstream hits %d, want %d", up.hits.Load(), hits)
 	}
 	if !strings.Contains(r.stderr, "sbx: denied resolve evil.test (no DNS in the sandbox)\n") {
 		t.Errorf("the refused name is not reported\n%v", r)
