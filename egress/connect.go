@@ -44,24 +44,39 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		plainError(w, http.StatusInternalServerError, "cannot take over the connection")
 		return
 	}
+	p.runTunnel(client, up, func() error {
+		client.SetReadDeadline(time.Time{})
+		client.SetWriteDeadline(time.Now().Add(p.IdleTimeout))
+		if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+			return err
+		}
+		// Bytes the client sent right behind the request (a TLS
+		// ClientHello that did not wait for the 200) are in the
+		// server's read buffer.
+		if n := brw.Reader.Buffered(); n > 0 {
+			b, _ := brw.Reader.Peek(n)
+			up.SetWriteDeadline(time.Now().Add(p.IdleTimeout))
+			if _, err := up.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// runTunnel tracks a tunnel between client and up (so that Close ends
+// it), runs start (the protocol's opening, if any; an error closes both)
+// and then the tunnel, until either side is done. The CONNECT tunnels and
+// the transparent forwarders share it.
+func (p *Proxy) runTunnel(client, up net.Conn, start func() error) {
 	t := &tunnel{client: client, up: up, idle: p.IdleTimeout}
 	if !p.track(t) {
 		t.close()
 		return
 	}
 	defer p.untrack(t)
-	client.SetReadDeadline(time.Time{})
-	client.SetWriteDeadline(time.Now().Add(p.IdleTimeout))
-	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		t.close()
-		return
-	}
-	// Bytes the client sent right behind the request (a TLS ClientHello
-	// that did not wait for the 200) are in the server's read buffer.
-	if n := brw.Reader.Buffered(); n > 0 {
-		b, _ := brw.Reader.Peek(n)
-		up.SetWriteDeadline(time.Now().Add(p.IdleTimeout))
-		if _, err := up.Write(b); err != nil {
+	if start != nil {
+		if err := start(); err != nil {
 			t.close()
 			return
 		}
