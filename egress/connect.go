@@ -138,7 +138,14 @@ func (t *tunnel) close() {
 
 // pipe copies src to dst with a fixed buffer. At src's EOF it half-closes
 // dst so the other direction can finish; on any other end it closes both.
+// Between two TCP connections it splices instead (see splice).
 func (t *tunnel) pipe(dst, src net.Conn) {
+	if d, ok := dst.(*net.TCPConn); ok {
+		if s, ok := src.(*net.TCPConn); ok {
+			t.splice(d, s)
+			return
+		}
+	}
 	buf := getBuffer()
 	defer putBuffer(buf)
 	for {
@@ -169,6 +176,52 @@ func (t *tunnel) pipe(dst, src net.Conn) {
 			}
 			t.close()
 			return
+		default:
+			t.close()
+			return
+		}
+	}
+}
+
+// spliceChunk is what one splice call may move before the idle watch
+// sees the progress.
+const spliceChunk = 256 << 10
+
+// splice is pipe without copying through sbx's memory: Go's
+// TCPConn.ReadFrom from a TCP source splices on Linux (socket to a pipe
+// to socket, in the kernel), here in chunks of spliceChunk so that each
+// chunk counts as activity for the idle watch, with the same deadlines as
+// pipe (a read waits until IdleTimeout after the last activity of either
+// direction, a write makes progress within IdleTimeout).
+func (t *tunnel) splice(dst, src *net.TCPConn) {
+	lr := &io.LimitedReader{R: src}
+	for {
+		now := time.Now()
+		deadline := time.Unix(0, t.last.Load()).Add(t.idle)
+		if !deadline.After(now) {
+			t.close() // idle in both directions
+			return
+		}
+		src.SetReadDeadline(deadline)
+		wdl := now.Add(t.idle)
+		dst.SetWriteDeadline(wdl)
+		lr.N = spliceChunk
+		n, err := dst.ReadFrom(lr)
+		if n > 0 {
+			t.last.Store(time.Now().UnixNano())
+		}
+		switch {
+		case err == nil && lr.N > 0:
+			// src's EOF (ReadFrom stops short without an error).
+			if dst.CloseWrite() != nil {
+				t.close()
+			}
+			return
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(wdl):
+			// The read deadline: the other direction may have moved
+			// bytes meanwhile; the loop recomputes it. (A write that
+			// timed out may have lost bytes in the pipe: closed below.)
 		default:
 			t.close()
 			return
