@@ -101,12 +101,12 @@ func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *reporter) (*egre
 // sbx's side (root and rootless alike): under --net loopback the DNS
 // answerer (NXDOMAIN for every name but the allowed ones), and with
 // --allow-host the egress proxy and the transparent forwarders of the
-// allowed names and addresses. Rootless, a helper in the sandbox's user
+// allowed names and addresses, and the --publish listeners. Rootless, a helper in the sandbox's user
 // namespace opens their sockets (egress.OpenNetns): no BPF is involved,
 // and the namespace, which holds nothing but lo, is the wall. The
 // returned func stops it all.
 func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter) (func(), error) {
-	if o.hostNetwork() || (!o.loopback() && len(o.allow) == 0) {
+	if o.hostNetwork() || (!o.loopback() && len(o.allow) == 0 && len(o.publish) == 0) {
 		return func() {}, nil
 	}
 	var stops []func()
@@ -146,6 +146,14 @@ func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter
 			return nil, err
 		}
 		stops = append(stops, func() { dns.stop(o.Log) })
+	}
+	if len(o.publish) > 0 {
+		pub, err := startPublish(ns, o.publish)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, pub.close)
 	}
 	return stop, nil
 }

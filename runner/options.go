@@ -111,6 +111,10 @@ type Options struct {
 	AllowHosts []string
 	// Net is the run's network (--net); the zero value is [NetLoopback].
 	Net NetMode
+	// Publish are --publish [ADDR:]PORT[:SANDBOX_PORT] (see
+	// [ParsePublish]): host listeners forwarded into the sandbox's
+	// loopback.
+	Publish []string
 	// ForwardSignals makes Run catch INT, TERM, HUP, QUIT, USR1, USR2 and
 	// WINCH and pass them to the program; otherwise the caller handles
 	// signals (and may cancel the context).
@@ -135,6 +139,7 @@ type Options struct {
 	tiers    tiers            // filled by spec
 	protect  Protection       // filled by spec: checked once the sandbox is set up
 	allow    egress.Allowlist // filled by spec
+	publish  []Publish        // filled by spec
 	reporter *reporter        // set by Exec to collect the result's violations
 	rootOnly chan []string    // filled by spec: sandbox.RootOnly of /etc, for uid 0
 	// limitsNote is why a rootless run's limits are rlimits (set by

@@ -447,7 +447,7 @@ func (o *Options) fill() error {
 		return fmt.Errorf("--allow-host: %w", err)
 	}
 	o.allow = allow.WithLocalhost()
-	return nil
+	return o.parsePublish()
 }
 
 // hostLookup returns a lookup function over o.HostEnv.

@@ -7,11 +7,14 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // loopbackServer starts python3's http.server on HOST inside the sandbox,
@@ -265,4 +268,63 @@ func newUpstream6(t *testing.T) *upstream {
 	t.Cleanup(u.Close)
 	_, u.port, _ = net.SplitHostPort(ln.Addr().String())
 	return u
+}
+
+// TestPublish: --publish HOSTPORT:18080 makes a server the program opens
+// on the sandbox's loopback reachable from the host's 127.0.0.1:HOSTPORT
+// (the docker run -p convention), root and rootless; the same port is
+// closed on the host before the run and after it (the control). A
+// malformed --publish, or one under --net none, refuses to run (125).
+func TestPublish(t *testing.T) {
+	b := newBox(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostPort := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	url := "http://127.0.0.1:" + hostPort + "/from-host"
+	if _, err := http.Get(url); err == nil {
+		t.Fatalf("control: %s answers before the run", url)
+	}
+	server := `
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"sandbox " + self.path.encode())
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 18080), H)
+print("listening", flush=True)
+s.handle_request()
+`
+	p := b.start(opts{}, "run", "--publish", hostPort+":18080", "--", python, "-c", server)
+	p.waitLine("listening")
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(url)
+		if err != nil {
+			continue
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(data)
+		break
+	}
+	r := p.wait()
+	skipForeignWall(t, r)
+	if body != "sandbox /from-host" || r.code != 0 {
+		t.Fatalf("want the sandbox's server to answer the host with %q, got %q\n%v", "sandbox /from-host", body, r)
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Errorf("control: %s still answers after the run", url)
+	}
+	for _, args := range [][]string{
+		{"--publish", "0"}, {"--publish", "1.2.3:80"}, {"--publish", "80:70000"}, {"--publish", "[::1]8080"},
+		{"--publish", "8080", "--net", "none"}, {"--publish", "8080", "--net", "host"},
+	} {
+		r := b.run(append(args, "--write", "--", "touch", "ran")...)
+		if r.code != exitSbxError || !strings.Contains(r.stderr, "--publish") {
+			t.Errorf("%q: want exit 125 naming --publish\n%v", args, r)
+		}
+	}
 }

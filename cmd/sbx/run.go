@@ -33,7 +33,7 @@ No network but the sandbox's own loopback (an empty network namespace: test
 servers work, nothing outside is reachable) unless --allow-host, no
 capabilities, no_new_privs, a seccomp filter, and cgroup limits.
 Without root (rootless), the same in a user namespace, with Landlock and
-seccomp in place of the BPF tiers (so no --allow-host or --net host), and
+seccomp in place of the BPF tiers (no denial reports from the wall), and
 limits as cgroups only where a cgroup2 subtree is delegated to you (else as
 rlimits, with a note; explicit --memory/--cpus/--pids then refuse to run).
 See sbx doctor.
@@ -82,6 +82,12 @@ Flags:
                     the host's network. WARNING: with host the program can
                     reach everything this machine can (your LAN, local
                     services, cloud metadata): no isolation
+  --publish [ADDR:]PORT[:SANDBOX_PORT]
+                    forward this machine's ADDR:PORT (ADDR 127.0.0.1 unless
+                    given, [::1] in brackets) to the sandbox's loopback at
+                    SANDBOX_PORT (PORT unless given), as docker run -p:
+                    a dev server or a login callback the program serves
+                    (repeatable; --net loopback only)
   --violations FILE append every denied operation to FILE as a JSON line
                     (time, pid, comm, op, target, errno, tier); denials are
                     also summarized on stderr as "sbx: denied ..." lines
@@ -106,6 +112,7 @@ func cmdRun(args []string, s streams) int {
 		policy            = "auto"
 		violations  string
 		allowHosts  listFlag
+		publish     listFlag
 		netMode     = "loopback"
 		help        bool
 	)
@@ -124,6 +131,7 @@ func cmdRun(args []string, s streams) int {
 	fs.StringVar(&policy, "policy", policy, "")
 	fs.StringVar(&violations, "violations", "", "")
 	fs.Var(&allowHosts, "allow-host", "")
+	fs.Var(&publish, "publish", "")
 	fs.StringVar(&netMode, "net", netMode, "")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
@@ -178,6 +186,7 @@ func cmdRun(args []string, s streams) int {
 		fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
 	}
 	o.AllowHosts = allowHosts
+	o.Publish = publish
 	if o.Policy, err = runner.ParsePolicy(policy); err != nil {
 		return fail(s, fmt.Errorf("run: --policy: %v", err))
 	}
