@@ -332,6 +332,12 @@ func cleanEnv(o *Options, who invoker, homeInside string) ([]string, error) {
 		}
 	}
 	set("SBX", "1")
+	if len(o.allow) == 0 && !o.hostNetwork() {
+		// Nothing beyond the sandbox is reachable: npm would retry each
+		// failed fetch with a 10-60 s backoff (fetch-retries 2), 70 s
+		// for an "npm install" that cannot succeed. --env overrides it.
+		set("npm_config_fetch_retries", "0")
+	}
 	if len(o.allow) > 0 {
 		for _, kv := range proxyEnv(o.allow) {
 			k, v, _ := strings.Cut(kv, "=")

@@ -12,7 +12,7 @@ import (
 )
 
 // runFlags are the flags of "sbx run" that the help must explain.
-var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net"}
+var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net", "publish"}
 
 func TestVersion(t *testing.T) {
 	b := newBox(t)
@@ -90,7 +90,7 @@ func TestDocumentedFlagsParse(t *testing.T) {
 		"workspace": {b.ws}, "ro": {b.ws}, "rw": {b.ws}, "home": {"tmp"}, "env": {"A=B"},
 		"memory": {"64m"}, "cpus": {"0.5"}, "pids": {"10"}, "timeout": {"1s"}, "tty": {"never"},
 		"policy": {"auto"}, "violations": {filepath.Join(b.tempDir(), "v.jsonl")},
-		"allow-host": {"api.example.com"}, "net": {"loopback"},
+		"allow-host": {"api.example.com"}, "net": {"loopback"}, "publish": {"8080"},
 	}
 	for _, f := range runFlags {
 		dash := "--"

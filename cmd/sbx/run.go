@@ -54,7 +54,9 @@ Flags:
                     throwaway home removed after the run
   --env NAME        pass the host's NAME through (repeatable)
   --env NAME=VALUE  set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG,
-                    LC_*, TZ and SBX=1 are set otherwise
+                    LC_*, TZ and SBX=1 are set otherwise (and, without
+                    --allow-host, npm_config_fetch_retries=0: npm fails at
+                    once instead of retrying for 70 s)
   --memory SIZE     memory limit, e.g. 512m, 2g (default 512m); exceeding it
                     kills the program
   --cpus N          CPU limit in cores (default 1)
