@@ -212,3 +212,13 @@ func (o *Options) netCanary(rootless bool) string {
 	}
 	return sandbox.NetCanaryLoopbackWall
 }
+
+// EgressInfo is sbx doctor's line on the network a run gets here, root
+// or rootless: every mode works both ways; what differs is who opens the
+// sockets in the sandbox's namespace and what the wall is.
+func EgressInfo(rootless bool) string {
+	if rootless {
+		return "--net loopback (default), none, host; --allow-host and --publish through a helper in the sandbox's user namespace (proxy, DNS answerer, forwarders); the empty namespace is the wall (no denial reports for direct connects); the canary run below starts the helper"
+	}
+	return "--net loopback (default), none, host; --allow-host and --publish served in the sandbox's namespace (proxy, DNS answerer, forwarders); the BPF wall refuses and reports the rest"
+}

@@ -160,6 +160,7 @@ func doctorChecks() []check {
 	}
 	abi, llErr := sandbox.LandlockABI()
 	add("landlock", fmt.Sprintf("ABI %d", abi), llErr)
+	add("egress", runner.EgressInfo(rootless), nil)
 	add("securityfs", "/sys/kernel/security", mountedErr("/sys/kernel/security", "securityfs"))
 	add("bpffs", "/sys/fs/bpf", mountedErr("/sys/fs/bpf", "bpf"))
 	return out
