@@ -35,7 +35,8 @@ const maxHelperMsg = 512
 // helper process that has joined the sandbox's user namespace, where it
 // holds every capability, opens the sockets and passes them back.
 type Netns struct {
-	path string // /proc/PID/ns/net
+	path     string // /proc/PID/ns/net
+	rootless bool   // through the helper
 
 	mu     sync.Mutex
 	helper *os.File  // rootless: sbx's end of the helper's socket
@@ -46,7 +47,7 @@ type Netns struct {
 // pid. rootless starts the helper (the sandbox's user namespace must be
 // one sbx's user owns); Close ends it.
 func OpenNetns(pid int, rootless bool) (*Netns, error) {
-	n := &Netns{path: "/proc/" + strconv.Itoa(pid) + "/ns/net"}
+	n := &Netns{path: "/proc/" + strconv.Itoa(pid) + "/ns/net", rootless: rootless}
 	if !rootless {
 		return n, nil
 	}
@@ -61,7 +62,7 @@ func (n *Netns) Path() string { return n.path }
 
 // Listen opens a TCP listener on addr (IP:PORT) in the namespace.
 func (n *Netns) Listen(addr string) (net.Listener, error) {
-	if n.helper == nil {
+	if !n.rootless {
 		return ListenInNetns(n.path, addr)
 	}
 	f, err := n.ask("tcp " + addr)
@@ -74,7 +75,7 @@ func (n *Netns) Listen(addr string) (net.Listener, error) {
 
 // ListenPacket opens a UDP socket bound to addr (IP:PORT) in the namespace.
 func (n *Netns) ListenPacket(addr string) (net.PacketConn, error) {
-	if n.helper == nil {
+	if !n.rootless {
 		return ListenPacketInNetns(n.path, addr)
 	}
 	f, err := n.ask("udp " + addr)
@@ -88,7 +89,7 @@ func (n *Netns) ListenPacket(addr string) (net.PacketConn, error) {
 // Dial connects to addr (IP:PORT, a listener of the sandbox's loopback)
 // from inside the namespace.
 func (n *Netns) Dial(addr string) (net.Conn, error) {
-	if n.helper == nil {
+	if !n.rootless {
 		var c net.Conn
 		err := doInNetns(n.path, func() error {
 			var err error
@@ -115,14 +116,15 @@ func (n *Netns) Dial(addr string) (net.Conn, error) {
 // that listener. Needs CAP_NET_ADMIN in the namespace (root, or the
 // helper).
 func (n *Netns) AddLoopbackAddr(a netip.Addr) error {
-	if n.helper == nil {
+	if !n.rootless {
 		return doInNetns(n.path, func() error { return addLoopbackAddr(a) }, nil)
 	}
 	_, err := n.ask("addr " + a.String())
 	return err
 }
 
-// Close ends the helper, if there is one; sockets it opened stay open.
+// Close ends the helper, if there is one (later calls then fail); sockets
+// it opened stay open.
 func (n *Netns) Close() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -298,8 +300,12 @@ func serveHelper(req string) (*os.File, error) {
 }
 
 // addLoopbackAddr adds a (a host address: /32 or /128) to lo of the
-// calling thread's namespace; an address already there is no error.
+// calling thread's namespace, bringing lo up if it is down; an address
+// already there is no error.
 func addLoopbackAddr(a netip.Addr) error {
+	if err := loopbackUp(); err != nil {
+		return err
+	}
 	lo, err := netlink.LinkByName("lo")
 	if err != nil {
 		return fmt.Errorf("add %s to lo: %w", a, err)
