@@ -37,6 +37,9 @@ const (
 	// MaxArgs is the maximum number of elements of Request.Command.
 	MaxArgs = 128
 
+	// MaxReadOnly is the maximum number of Request.ReadOnly paths.
+	MaxReadOnly = 16
+
 	// MaxArgBytes is the maximum length of one element of Request.Command,
 	// in UTF-8 bytes.
 	MaxArgBytes = 16384

@@ -40,6 +40,12 @@ type Request struct {
 	// copy session files back. Off by default: the model chooses the argv,
 	// and staging reads host files outside the workspace.
 	Stage bool `json:"stage,omitempty"`
+	// ReadOnly are extra host paths (absolute; existing files or
+	// directories, at most MaxReadOnly) shown read-only at their own path,
+	// e.g. an agent installed outside /usr. Each is checked as the
+	// workspace is: never the home or an ancestor of it, /, sbx's state,
+	// a kernel interface.
+	ReadOnly []string `json:"ro,omitempty"`
 }
 
 // Timeout returns the run's deadline: TimeoutMs, or MaxTimeout when it is
@@ -59,7 +65,7 @@ func (r Request) Writable() bool { return r.Write && r.ConfirmWrite }
 var requestKeys = map[string]bool{
 	"command": true, "workspace": true, "cwd": true, "write": true,
 	"confirmWrite": true, "allowShell": true, "confirmShell": true, "timeoutMs": true,
-	"stage": true,
+	"stage": true, "ro": true,
 }
 
 // ParseRequest decodes one JSON request strictly. The input must be valid
@@ -159,6 +165,8 @@ func parseValue(dec *json.Decoder, key string, r *Request) error {
 		return parseTimeout(dec, r)
 	case "stage":
 		return parseBool(dec, key, &r.Stage)
+	case "ro":
+		return parseStrings(dec, key, &r.ReadOnly)
 	}
 	panic("gate: no parser for key " + key)
 }
@@ -182,6 +190,33 @@ func parseCommand(dec *json.Decoder, r *Request) error {
 			return reject("command", "command[%d] must be a string, not %s", i, describe(tok))
 		}
 		r.Command = append(r.Command, s)
+	}
+	if _, err := dec.Token(); err != nil { // the closing ']'
+		return syntaxError(err)
+	}
+	return nil
+}
+
+// parseStrings parses an array of strings (possibly empty).
+func parseStrings(dec *json.Decoder, key string, dst *[]string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return syntaxError(err)
+	}
+	if tok != json.Delim('[') {
+		return reject(key, "%s must be an array of strings, not %s", key, describe(tok))
+	}
+	*dst = []string{}
+	for i := 0; dec.More(); i++ {
+		tok, err := dec.Token()
+		if err != nil {
+			return syntaxError(err)
+		}
+		s, ok := tok.(string)
+		if !ok {
+			return reject(key, "%s[%d] must be a string, not %s", key, i, describe(tok))
+		}
+		*dst = append(*dst, s)
 	}
 	if _, err := dec.Token(); err != nil { // the closing ']'
 		return syntaxError(err)

@@ -42,6 +42,10 @@ func TestParseRequestAccepts(t *testing.T) {
 			Request{Command: []string{"a"}, Workspace: "/w", TimeoutMs: 5}},
 		{"false flags", `{"command":["a"],"workspace":"/w","write":false,"confirmWrite":false}`,
 			Request{Command: []string{"a"}, Workspace: "/w"}},
+		{"ro paths", `{"command":["a"],"workspace":"/w","ro":["/opt/agent","/home/u/.nvm/versions/node/v22"]}`,
+			Request{Command: []string{"a"}, Workspace: "/w", ReadOnly: []string{"/opt/agent", "/home/u/.nvm/versions/node/v22"}}},
+		{"ro empty", `{"command":["a"],"workspace":"/w","ro":[]}`,
+			Request{Command: []string{"a"}, Workspace: "/w", ReadOnly: []string{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +77,9 @@ func TestParseRequestRejects(t *testing.T) {
 		{"trailing garbage", `{"command":["a"],"workspace":"/w"} x`, "", "request is not valid JSON"},
 		{"trailing number", `{"command":["a"],"workspace":"/w"} 1`, "", "request has data after the JSON object (a number)"},
 		{"unknown key", `{"command":["a"],"workspace":"/w","image":"x"}`, "image", `unknown key "image" in request`},
+		{"ro a string", `{"command":["a"],"workspace":"/w","ro":"/x"}`, "ro", "ro must be an array of strings, not a string"},
+		{"ro null", `{"command":["a"],"workspace":"/w","ro":null}`, "ro", "ro must be an array of strings, not null"},
+		{"ro a number in it", `{"command":["a"],"workspace":"/w","ro":["/x",1]}`, "ro", "ro[1] must be a string, not a number"},
 		{"case differs", `{"Command":["a"],"workspace":"/w"}`, "Command", `unknown key "Command" in request`},
 		{"unknown key with object", `{"command":["a"],"workspace":"/w","x":{"y":1}}`, "x", `unknown key "x" in request`},
 		{"duplicate command", `{"command":["a"],"command":["b"],"workspace":"/w"}`, "command", `duplicate key "command" in request`},

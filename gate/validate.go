@@ -22,6 +22,8 @@ type Checked struct {
 	Timeout time.Duration
 	// Writable is true when the workspace is mounted read-write.
 	Writable bool
+	// ReadOnly are the real paths of Request.ReadOnly.
+	ReadOnly []string
 }
 
 // Validate is Check without its result: it applies every rule, those on disk
@@ -43,7 +45,12 @@ func (r Request) Check() (Checked, error) {
 	if err != nil {
 		return Checked{}, err
 	}
+	ro, err := ResolveReadOnly(r.ReadOnly)
+	if err != nil {
+		return Checked{}, err
+	}
 	return Checked{
+		ReadOnly: ro,
 		Request:  r,
 		Root:     root,
 		Dir:      dir,
@@ -76,7 +83,31 @@ func (r Request) CheckStatic() error {
 	if err := checkWorkspaceForm(r.Workspace); err != nil {
 		return err
 	}
+	if err := checkReadOnlyForm(r.ReadOnly); err != nil {
+		return err
+	}
 	return checkRelForm("cwd", r.Cwd)
+}
+
+// checkReadOnlyForm checks the form of the ro paths: at most MaxReadOnly,
+// each absolute, valid UTF-8 and free of NUL.
+func checkReadOnlyForm(ro []string) error {
+	if len(ro) > MaxReadOnly {
+		return reject("ro", "ro has %d paths; the limit is %d", len(ro), MaxReadOnly)
+	}
+	for i, p := range ro {
+		switch {
+		case p == "":
+			return reject("ro", "ro[%d] is empty", i)
+		case !utf8.ValidString(p):
+			return reject("ro", "ro[%d] is not valid UTF-8", i)
+		case strings.IndexByte(p, 0) >= 0:
+			return reject("ro", "ro[%d] contains a NUL character", i)
+		case !filepath.IsAbs(p):
+			return reject("ro", "ro[%d] %q is not an absolute path", i, p)
+		}
+	}
+	return nil
 }
 
 // CheckCommand checks an argv: 1..MaxArgs elements, each non-empty, valid

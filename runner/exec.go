@@ -44,10 +44,12 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Args:      checked.Request.Command,
 		Workspace: checked.Root,
 		Write:     checked.Writable,
-		Cwd:       checked.Dir,
-		Home:      HomeTmp,
-		Net:       NetNone, // the tool's contract: no network at all
-		HostEnv:   eo.HostEnv,
+		// The request's ro paths, real, checked again as host paths.
+		RequestReadOnly: checked.ReadOnly,
+		Cwd:             checked.Dir,
+		Home:            HomeTmp,
+		Net:             NetNone, // the tool's contract: no network at all
+		HostEnv:         eo.HostEnv,
 		Limits: sandbox.Limits{
 			MemoryBytes: gate.MemoryBytes,
 			CPUs:        gate.CPUs,
@@ -60,6 +62,8 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Log:      eo.Log,
 		StateDir: eo.StateDir,
 		NoStage:  !checked.Request.Stage,
+		// A request names what it needs (ro): nothing is shown unasked.
+		NoDiscover: true,
 	}
 	var out gate.Result
 	o.reporter = newReporter(nil, nil)

@@ -117,7 +117,9 @@ func (p hostPolicy) check(hp hostPath) error {
 			}
 		}
 	}
-	if hp.field == "workspace" && p.userHome != "" && within(p.userHome, path) {
+	// A request's ro paths are chosen by a model: held to the workspace's
+	// rule (sbx run's --ro is the user's own choice).
+	if (hp.field == "workspace" || hp.field == "ro") && p.userHome != "" && within(p.userHome, path) {
 		what := "your home directory"
 		if path != p.userHome {
 			what = "an ancestor of your home directory " + p.userHome

@@ -81,6 +81,9 @@ type Options struct {
 	Home string
 	// ReadOnly and ReadWrite are extra host paths to mount at their path.
 	ReadOnly, ReadWrite []string
+	// RequestReadOnly are read-only paths an sbx exec request names
+	// ("ro"): checked as the workspace is (never the home).
+	RequestReadOnly []string
 	// Env holds NAME (pass the host's value) and NAME=VALUE (set) entries
 	// added to the clean environment.
 	Env []string
@@ -126,6 +129,10 @@ type Options struct {
 	// NoStage turns off the staging of host paths named in Args (see
 	// package stage); sbx exec sets it unless the request asks to stage.
 	NoStage bool
+	// NoDiscover keeps sbx from showing a command installed outside the
+	// sandbox's view (see discover.go); a run that then ends with 127
+	// says where it is and how to show it.
+	NoDiscover bool
 
 	// Filled by resolvePaths: the resolved, checked host paths.
 	ws, home string
@@ -145,6 +152,12 @@ type Options struct {
 	// limitsNote is why a rootless run's limits are rlimits (set by
 	// rootlessLimits); spec notes it once nothing can refuse the run.
 	limitsNote error
+	// found and notFound are set by discover: the command's host
+	// installation, and what to say if the program is not found (127).
+	found    *discovery
+	notFound string
+	// rwCopies are the --rw files copied into the sbx home (rwfile.go).
+	rwCopies []rwCopy
 }
 
 // resolvePaths resolves every host path of o (symlinks evaluated) and
@@ -182,6 +195,14 @@ func (o *Options) resolvePaths() error {
 		}
 		o.ro = append(o.ro, r)
 		paths = append(paths, hostPath{field: "--ro", path: r})
+	}
+	for _, p := range o.RequestReadOnly {
+		r, err := resolvePath("ro", p, cwd, true)
+		if err != nil {
+			return err
+		}
+		o.ro = append(o.ro, r)
+		paths = append(paths, hostPath{field: "ro", path: r})
 	}
 	for _, p := range o.ReadWrite {
 		r, err := resolvePath("--rw", p, cwd, true)

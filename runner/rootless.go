@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -111,9 +113,26 @@ func rootlessLimits(o *Options, id string, deleg sandbox.Delegation, delegErr er
 	return "", nil
 }
 
-func writeLimitsNote(w io.Writer, why error) {
-	fmt.Fprintf(w, "sbx: note: limits are rlimits, weaker than cgroups: %s (no delegated cgroup2 subtree: %v)\n", sandbox.RlimitLimits, why)
+// writeLimitsNote says in one line that the limits are rlimits, once per
+// host until something changes: the line is not repeated while the file
+// limitsNoteFile of stateDir (the user's, private) holds the same note
+// and reason; a new reason or a new sbx wording says it again. sbx doctor
+// gives the reason in full.
+func writeLimitsNote(w io.Writer, why error, stateDir string) {
+	line := fmt.Sprintf("sbx: note: limits are rlimits, weaker than cgroups: %s (no delegated cgroup2 subtree; said once, sbx doctor says why)\n", sandbox.RlimitLimits)
+	sum := sha256.Sum256([]byte(line + "\x00" + why.Error()))
+	key := hex.EncodeToString(sum[:])
+	file := filepath.Join(stateDir, limitsNoteFile)
+	if old, err := os.ReadFile(file); err == nil && string(old) == key {
+		return
+	}
+	fmt.Fprint(w, line)
+	// Best effort: a note said twice is no harm.
+	_ = os.WriteFile(file, []byte(key), 0o600)
 }
+
+// limitsNoteFile records in the state dir which rlimit note was said.
+const limitsNoteFile = "limits-note"
 
 // usernsError adds the exact fix to a sandbox that could not be created
 // when AppArmor restricts user namespaces for this binary.

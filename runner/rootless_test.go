@@ -144,3 +144,24 @@ func TestUserStateDir(t *testing.T) {
 		}
 	}
 }
+
+// The rlimit note is one line, said once per state dir until its reason
+// changes.
+func TestLimitsNoteOnce(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	why := errors.New("no cgroup2 here")
+	writeLimitsNote(&b, why, dir)
+	first := b.String()
+	if strings.Count(first, "\n") != 1 || !strings.HasPrefix(first, "sbx: note: limits are rlimits") || !strings.Contains(first, "RLIMIT_DATA") {
+		t.Fatalf("first note: %q", first)
+	}
+	writeLimitsNote(&b, why, dir)
+	if b.String() != first {
+		t.Errorf("said twice: %q", b.String())
+	}
+	writeLimitsNote(&b, errors.New("another reason"), dir)
+	if b.String() != first+first {
+		t.Errorf("a new reason is not said again: %q", b.String())
+	}
+}

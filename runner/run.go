@@ -115,6 +115,15 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	}
 	defer cleanup()
 	res.ID = spec.ID
+	// After the sandbox is destroyed (deferred earlier, so run later).
+	defer func() {
+		if err := o.copyBackRW(o.rwCopies, spec.Home); err != nil {
+			fmt.Fprintf(o.Log, "sbx: copying --rw files back: %v\n", err)
+			if res.CopyBackErr == nil {
+				res.CopyBackErr = err
+			}
+		}
+	}()
 
 	plan, err := stagePaths(spec, &o, stagingState)
 	if err != nil {
@@ -178,6 +187,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 			return res, err
 		}
 		defer term.restore()
+		term.holdLines(rep)
 	}
 	if o.rootOnly != nil {
 		spec.Masked = append(spec.Masked, <-o.rootOnly...)
@@ -286,6 +296,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 				fmt.Fprintf(o.Log, "sbx: the sandbox's PID 1 (sbx's shim) was killed by %s from outside sbx: the program's own status is lost\n", unix.SignalName(sig))
 			}
 			res.ExitCode = code
+			if code == sandbox.ExitNotFound && o.notFound != "" {
+				fmt.Fprint(o.Log, o.notFound)
+			}
 			if res.TimedOut {
 				res.ExitCode = ExitTimeout
 			}
@@ -478,6 +491,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	env, ro = o.discover(env, ro)
 	for _, kv := range env {
 		if !utf8.ValidString(kv) {
 			name, _, _ := strings.Cut(kv, "=")
@@ -505,6 +519,11 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	rw, rwCopies := o.splitRWFiles(rw, ws) // see rwfile.go
+	if o.rwCopies, err = o.copyInRW(rwCopies, home); err != nil {
+		cleanup()
+		return nil, nop, err
+	}
 	wd := ws
 	if within(cwd, ws) {
 		wd = cwd
@@ -527,6 +546,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		GID:        who.gid,
 		Limits:     o.Limits,
 		Terminal:   o.Terminal,
+		Umask:      callerUmask(),
 		Rootless:   rootless,
 		Cgroup:     cgroup,
 	}
@@ -552,8 +572,9 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		return nil, nop, err
 	}
 	if o.limitsNote != nil {
-		writeLimitsNote(o.Log, o.limitsNote)
+		writeLimitsNote(o.Log, o.limitsNote, o.StateDir)
 	}
+	o.found.writeNote(o.Log)
 	if o.forOwner {
 		fmt.Fprintf(o.Log, "sbx: running the program as %s (uid %d), the owner of the workspace, not as root\n", who.name, who.uid)
 	}

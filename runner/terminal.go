@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
@@ -16,6 +17,8 @@ type terminal struct {
 	in     *os.File
 	state  *term.State
 	master *os.File
+	// last is the last byte of the program's output (0: none yet).
+	last atomic.Uint32
 }
 
 func newTerminal(in *os.File) (*terminal, error) {
@@ -38,7 +41,7 @@ func (t *terminal) attach(master *os.File, out io.Writer) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(out, master) // ends with EIO when the last slave fd closes
+		_, _ = io.Copy(lastByte{out, &t.last}, master) // ends with EIO when the last slave fd closes
 	}()
 	go func() { _, _ = io.Copy(master, t.in) }()
 	return done
@@ -61,4 +64,56 @@ func (t *terminal) restore() {
 	if t.state != nil {
 		_ = term.Restore(int(t.in.Fd()), t.state)
 	}
+}
+
+// holdLines keeps the reporter's "sbx: denied" lines until the run ends:
+// a full-screen program (an agent's TUI) draws its screen in raw mode,
+// where a line of sbx's, written whenever a denial happens, would land in
+// the middle of it (and end in a bare \n, which raw mode does not return
+// to column 0). At the end the caller's terminal is restored first (Run
+// defers the restore after the reporter's finish, so it runs before it)
+// and the held lines follow the program's last screen, from a line of
+// their own. --violations gets every record at once as ever.
+func (t *terminal) holdLines(rep *reporter) {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	rep.deferLines = true
+	if rep.log != nil {
+		rep.log = &freshLine{w: rep.log, t: t}
+	}
+}
+
+// lastByte passes writes on to w and records the last byte written.
+type lastByte struct {
+	w    io.Writer
+	last *atomic.Uint32
+}
+
+func (l lastByte) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	if n > 0 {
+		l.last.Store(uint32(p[n-1]) | 1<<8)
+	}
+	return n, err
+}
+
+// freshLine starts sbx's first line after the program's output on a line
+// of its own: when the program's last byte was not a newline it writes
+// "\r\n" first.
+type freshLine struct {
+	w       io.Writer
+	t       *terminal
+	started bool
+}
+
+func (f *freshLine) Write(p []byte) (int, error) {
+	if last := f.t.last.Load(); !f.started && last != 0 {
+		// Once the program has written: sbx's lines before (a warning
+		// during setup) stand on lines of their own anyway.
+		f.started = true
+		if byte(last) != '\n' {
+			_, _ = io.WriteString(f.w, "\r\n")
+		}
+	}
+	return f.w.Write(p)
 }

@@ -188,6 +188,7 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 		MaskPaths:       masked,
 		ReadonlyPaths:   readonlyProc,
 		Seccomp:         filter,
+		Umask:           s.Umask,
 		Rlimits: []configs.Rlimit{
 			{Type: unix.RLIMIT_CORE, Hard: 0, Soft: 0},
 		},

@@ -66,13 +66,15 @@ const RootlessCgroupParent = CgroupParent + "-rootless"
 
 // RlimitLimits describes what the rlimit fallback of a rootless sandbox
 // without a delegated cgroup enforces, and how it is weaker than cgroups.
-const RlimitLimits = "RLIMIT_AS caps each process's address space at 8x the memory limit (per process, not the sandbox as a whole; reserved, not used, memory), RLIMIT_NPROC caps the processes of the sandbox's user namespace, CPU is not limited"
+const RlimitLimits = "memory is RLIMIT_DATA per process, processes RLIMIT_NPROC, CPU unlimited"
 
-// ASFactor is how much larger than the memory limit the RLIMIT_AS of the
-// rlimit fallback is: address space is not memory, and runtimes reserve
-// far more than they use (node and every Go program fail to start with an
-// address space of 512 MiB; both run at 1 GiB).
-const ASFactor = 8
+// The memory limit of the rlimit fallback is RLIMIT_DATA, not RLIMIT_AS:
+// RLIMIT_DATA (Linux 4.7+) counts a process's private writable mappings,
+// what it can fill, and not the PROT_NONE reservations with which V8 and
+// Bun set aside address space (every WebAssembly instance reserves ~10
+// GiB; every Node fetch instantiates one), which RLIMIT_AS counts: under
+// an RLIMIT_AS of 4 GiB, `WebAssembly.instantiate` fails with "Out of
+// memory" and Bun programs abort. It stays per process.
 
 // rlimits are the limits of s as rlimits, for a rootless sandbox without
 // a delegated cgroup. RLIMIT_NPROC is counted per user namespace (Linux
@@ -80,8 +82,7 @@ const ASFactor = 8
 func (s *Spec) rlimits() []configs.Rlimit {
 	var out []configs.Rlimit
 	if m := s.Limits.MemoryBytes; m > 0 {
-		as := uint64(m) * ASFactor
-		out = append(out, configs.Rlimit{Type: unix.RLIMIT_AS, Hard: as, Soft: as})
+		out = append(out, configs.Rlimit{Type: unix.RLIMIT_DATA, Hard: uint64(m), Soft: uint64(m)})
 	}
 	if p := s.Limits.Pids; p > 0 {
 		out = append(out, configs.Rlimit{Type: unix.RLIMIT_NPROC, Hard: uint64(p), Soft: uint64(p)})

@@ -42,8 +42,11 @@ func TestRootlessConfig(t *testing.T) {
 		}
 		got[rl.Type] = rl.Hard
 	}
-	if got[unix.RLIMIT_AS] != 512<<20*ASFactor || got[unix.RLIMIT_NPROC] != 256 {
-		t.Errorf("rlimits %v, want AS %d and NPROC 256", got, 512<<20*ASFactor)
+	if got[unix.RLIMIT_DATA] != 512<<20 || got[unix.RLIMIT_NPROC] != 256 {
+		t.Errorf("rlimits %v, want DATA %d and NPROC 256", got, 512<<20)
+	}
+	if _, ok := got[unix.RLIMIT_AS]; ok {
+		t.Errorf("RLIMIT_AS set: V8's and Bun's address-space reservations fail under it")
 	}
 	if cfg.Seccomp == nil {
 		t.Fatal("no seccomp filter")
@@ -70,7 +73,7 @@ func TestRootlessConfig(t *testing.T) {
 		t.Errorf("delegated: path %q resources %+v", cfg.Cgroups.Path, cfg.Cgroups.Resources)
 	}
 	for _, rl := range cfg.Rlimits {
-		if rl.Type == unix.RLIMIT_AS || rl.Type == unix.RLIMIT_NPROC {
+		if rl.Type == unix.RLIMIT_DATA || rl.Type == unix.RLIMIT_NPROC {
 			t.Errorf("delegated: rlimit %d set as well", rl.Type)
 		}
 	}

@@ -59,6 +59,9 @@ type Spec struct {
 	Limits   Limits
 	// Terminal gives the program a new pty as its stdin/stdout/stderr.
 	Terminal bool
+	// Umask is the program's umask (the caller's, so files come out with
+	// the modes they would outside); nil means libcontainer's 0022.
+	Umask *uint32
 	// AllowInetSockets lets seccomp pass socket(AF_INET/AF_INET6) through
 	// to the cgroup BPF wall, which denies them and reports each denial;
 	// without it seccomp refuses every family but AF_UNIX itself.

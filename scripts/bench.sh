@@ -2,7 +2,9 @@
 # make bench: sbx's startup and in-sandbox overhead, against bubblewrap and a
 # bare run in the same session, and the per-run cost of the BPF network wall.
 # Prints a Markdown table (paste into README).
-# Needs root, bubblewrap, hyperfine (installed by .ci/deps.sh) and python3.
+# Needs root, bubblewrap, hyperfine (installed by .ci/deps.sh) and python3;
+# the last part (scripts/bench-srt.sh, sbx against srt for pi) also socat,
+# ripgrep and the npm registry once (srt, and the Node 22 of pi's tests).
 # The machine may be shared: the load average before and after is printed
 # under the table; compare numbers only from one run of this script.
 set -euo pipefail
@@ -162,3 +164,7 @@ for line in many.splitlines():
 print()
 print(f"Load average (1, 5, 15 min) before: {load_start}; after: {load_end}.")
 PY
+# pi's bash tool through sbx against Anthropic's sandbox-runtime
+# (scripts/bench-srt.sh): latency, memory, escapes.
+echo
+(cd "$root" && SBX="$SBX" ./scripts/bench-srt.sh)

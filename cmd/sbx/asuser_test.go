@@ -332,16 +332,18 @@ func dropLimitsNotes(s string) (string, int) {
 func rlimitMode() bool { return rootless() && asUser.delegated == "" }
 
 // checkLimitsNote fails t unless a run printed the rlimit note as it must:
-// once when it ran its program in the rlimit mode, else never (only a run
-// that failed during setup, status 125, may have printed it).
+// in the rlimit mode at most once (it is said once per host until its
+// reason changes: the first run of the suite says it, see
+// TestRootlessLimits), else never (only a run that failed during setup,
+// status 125, may have printed it).
 func checkLimitsNote(t *testing.T, args []string, ran bool, code, notes int) {
 	t.Helper()
-	want := 0
-	if rlimitMode() && ran && code != exitSbxError {
-		want = 1
+	max := 0
+	if rlimitMode() && ran && code != exitSbxError || code == exitSbxError {
+		max = 1
 	}
-	if notes != want && !(code == exitSbxError && notes <= 1) {
-		t.Errorf("%q: printed the rlimit note %d times, want %d", args, notes, want)
+	if notes > max {
+		t.Errorf("%q: printed the rlimit note %d times, want at most %d", args, notes, max)
 	}
 }
 

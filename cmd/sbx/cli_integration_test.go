@@ -12,7 +12,8 @@ import (
 )
 
 // runFlags are the flags of "sbx run" that the help must explain.
-var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net", "publish"}
+var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net",
+	"no-discover", "publish"}
 
 func TestVersion(t *testing.T) {
 	b := newBox(t)

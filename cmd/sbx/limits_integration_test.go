@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,9 +16,9 @@ const python = "/usr/bin/python3"
 // hog allocates and touches 200 MiB.
 const hog = `s = b"x" * (200 << 20); print("allocated", len(s) >> 20)`
 
-// reserve maps (without touching) 5 GiB of address space: more than the
-// rlimit fallback's RLIMIT_AS for the default 512 MiB (8x: 4 GiB), and
-// nothing the host refuses (MAP_NORESERVE: no commit charge).
+// reserve maps (without touching) 5 GiB of writable memory: more than the
+// rlimit fallback's RLIMIT_DATA for the default 512 MiB, and nothing the
+// host refuses (MAP_NORESERVE: no commit charge).
 const reserve = `import mmap
 m = mmap.mmap(-1, 5 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0x4000))
 print("reserved", len(m) >> 30)`
@@ -29,19 +30,20 @@ func TestMemoryLimit(t *testing.T) {
 	}
 	if rlimitMode() {
 		// Rootless without a delegated cgroup: --memory refuses to run,
-		// the default limit is an RLIMIT_AS of 8x 512 MiB.
+		// the default limit is an RLIMIT_DATA of 512 MiB.
 		for _, memory := range []string{"64m", "1g"} {
 			wantLimitsRefused(t, b.run("--memory", memory, "--", python, "-c", hog), "--memory")
 		}
 		if r := b.run("--", python, "-c", hog); r.code != 0 || r.stdout != "allocated 200\n" || r.stderr != "" {
-			t.Errorf("200 MiB under the default RLIMIT_AS: want success\n%v", r)
+			t.Errorf("200 MiB under the default RLIMIT_DATA: want success\n%v", r)
 		}
 		if r := b.run("--", python, "-c", reserve); r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "OSError: [Errno 12] Cannot allocate memory") {
-			t.Errorf("5 GiB of address space under the default RLIMIT_AS of 4 GiB: want ENOMEM\n%v", r)
+			t.Errorf("5 GiB of writable memory under the default RLIMIT_DATA of 512 MiB: want ENOMEM\n%v", r)
 		}
 		if c := b.host(opts{}, python, "-c", reserve); c.code != 0 || c.stdout != "reserved 5\n" {
 			t.Errorf("control: 5 GiB of address space on the host\n%v", c)
 		}
+		checkWasmSurvives(t, b.run)
 		return
 	}
 	for _, c := range []struct {
@@ -182,7 +184,7 @@ func TestCgroupLimits(t *testing.T) {
 }
 
 // checkRlimits checks, while run p of sandbox id runs (sleeping), that its
-// program has the rlimits of memory (RLIMIT_AS: 8x) and pids
+// program has the rlimits of memory (RLIMIT_DATA) and pids
 // (RLIMIT_NPROC), stays in sbx's own cgroup, and that no cgroup of the
 // sandbox exists; then that p times out.
 func checkRlimits(t *testing.T, p *proc, id, memory, pids string) {
@@ -200,11 +202,11 @@ func checkRlimits(t *testing.T, p *proc, id, memory, pids string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as := strconv.FormatInt(mem*8, 10)
+	data := strconv.FormatInt(mem, 10)
 	lim := procLimits(t, sleeper)
-	if lim["Max processes"] != pids+" "+pids || lim["Max address space"] != as+" "+as || lim["Max cpu time"] != "unlimited unlimited" {
-		t.Errorf("rlimits of the program: processes %q, address space %q, cpu time %q; want %s, %s (8x %s) and unlimited",
-			lim["Max processes"], lim["Max address space"], lim["Max cpu time"], pids, as, memory)
+	if lim["Max processes"] != pids+" "+pids || lim["Max data size"] != data+" "+data || lim["Max address space"] != "unlimited unlimited" || lim["Max cpu time"] != "unlimited unlimited" {
+		t.Errorf("rlimits of the program: processes %q, data %q, address space %q, cpu time %q; want %s, %s, unlimited and unlimited",
+			lim["Max processes"], lim["Max data size"], lim["Max address space"], lim["Max cpu time"], pids, data)
 	}
 	if own, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/cgroup"); err != nil {
 		t.Error(err)
@@ -219,8 +221,8 @@ func checkRlimits(t *testing.T, p *proc, id, memory, pids string) {
 		t.Errorf("a rootless sandbox without a delegated cgroup made cgroups: %q", cg)
 	}
 	// Control: the host's own limits are not the sandbox's.
-	if host := procLimits(t, p.cmd.Process.Pid); host["Max address space"] == lim["Max address space"] {
-		t.Errorf("control: sbx itself has the program's address space limit %q", host["Max address space"])
+	if host := procLimits(t, p.cmd.Process.Pid); host["Max data size"] == lim["Max data size"] {
+		t.Errorf("control: sbx itself has the program's data limit %q", host["Max data size"])
 	}
 }
 
@@ -263,4 +265,46 @@ func readTrim(t *testing.T, path string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(data))
+}
+
+// wasmProbe instantiates a WebAssembly module with a memory, as every Node
+// fetch does (undici): V8 reserves ~10 GiB of address space for it.
+const wasmProbe = `WebAssembly.instantiate(new Uint8Array([0,97,115,109,1,0,0,0,5,3,1,0,1])).then(() => console.log("wasm ok"), e => { console.log(e.message); process.exit(1) })`
+
+// fetchProbe is a Node fetch from a server of its own on the sandbox's
+// loopback: undici instantiates its HTTP parser as WebAssembly.
+const fetchProbe = `const s = require("http").createServer((q, r) => r.end("pong")).listen(0, "127.0.0.1", async () => {
+  try { const r = await fetch("http://127.0.0.1:" + s.address().port); console.log("fetch", await r.text()) }
+  catch (e) { console.log((e.cause || e).message); process.exitCode = 1 }
+  s.close() })`
+
+// checkWasmSurvives checks that a V8 program reserving address space runs
+// under the rlimit fallback (RLIMIT_DATA), while the same program on the
+// host under the old fallback, an RLIMIT_AS of 8x 512 MiB, fails: the
+// limit is what makes the difference.
+func checkWasmSurvives(t *testing.T, run func(args ...string) result) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/node"); err != nil {
+		t.Skip("needs /usr/bin/node (.ci/deps.sh installs nodejs)")
+	}
+	if r := run("--", "node", "-e", wasmProbe); r.code != 0 || r.stdout != "wasm ok\n" {
+		t.Errorf("WebAssembly under the rlimit fallback: want it to run\n%v", r)
+	}
+	if r := run("--", "node", "-e", fetchProbe); r.code != 0 || r.stdout != "fetch pong\n" {
+		t.Errorf("a Node fetch under the rlimit fallback: want it to work\n%v", r)
+	}
+	host := func(limit string) (string, error) {
+		out, err := exec.Command("prlimit", limit, "/usr/bin/node", "-e", wasmProbe).Output()
+		return string(out), err
+	}
+	if out, err := host("--as=" + strconv.Itoa(8*512<<20)); err == nil || !strings.Contains(out, "Out of memory") {
+		t.Errorf("control: WebAssembly under RLIMIT_AS 4 GiB (the old fallback) on the host: got %q (%v), want Out of memory", out, err)
+	}
+	if out, err := host("--data=" + strconv.Itoa(512<<20)); err != nil || out != "wasm ok\n" {
+		t.Errorf("control: WebAssembly under RLIMIT_DATA 512 MiB on the host: got %q (%v), want it to run", out, err)
+	}
+	out, err := exec.Command("prlimit", "--as="+strconv.Itoa(8*512<<20), "/usr/bin/node", "-e", fetchProbe).Output()
+	if err == nil || !strings.Contains(string(out), "Out of memory") {
+		t.Errorf("control: a Node fetch under RLIMIT_AS 4 GiB on the host: got %q (%v), want Out of memory", out, err)
+	}
 }

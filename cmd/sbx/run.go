@@ -48,7 +48,10 @@ Flags:
                     shell rc files (open one with --rw PATH, e.g. --rw .git
                     to commit from inside)
   --ro PATH         also show PATH read-only at its own path (repeatable)
-  --rw PATH         also show PATH read-write at its own path (repeatable)
+  --rw PATH         also show PATH read-write at its own path (repeatable); a
+                    single file below your home is copied in and back (so a
+                    save by rename works), one in the writable workspace is
+                    the workspace's own
   --home DIR|tmp    host directory behind $HOME (default:
                     ${XDG_DATA_HOME:-~/.local/share}/sbx/home); "tmp" for a
                     throwaway home removed after the run
@@ -90,6 +93,10 @@ Flags:
                     SANDBOX_PORT (PORT unless given), as docker run -p:
                     a dev server or a login callback the program serves
                     (repeatable; --net loopback only)
+  --no-discover     do not show a command that is missing in the sandbox
+                    but installed on the host (nvm, npm --prefix,
+                    ~/.local/bin, ~/.bun/bin): by default sbx shows its
+                    installation read-only and says so
   --violations FILE append every denied operation to FILE as a JSON line
                     (time, pid, comm, op, target, errno, tier); denials are
                     also summarized on stderr as "sbx: denied ..." lines
@@ -135,6 +142,8 @@ func cmdRun(args []string, s streams) int {
 	fs.Var(&allowHosts, "allow-host", "")
 	fs.Var(&publish, "publish", "")
 	fs.StringVar(&netMode, "net", netMode, "")
+	// Fitting the host (issue 18): see runner/discover.go.
+	fs.BoolVar(&o.NoDiscover, "no-discover", false, "")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
 	if err := fs.Parse(args); err != nil {

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// atomicSave replaces the file $1 the way editors and agents save: a
+// temporary file beside it, renamed over it (os.replace).
+const atomicSave = `import os, sys
+p = sys.argv[1]
+print(open(p).read().strip())
+with open(p + ".tmp", "w") as f:
+    f.write(sys.argv[2] + "\n")
+os.replace(p + ".tmp", p)
+print("saved")`
+
+// Issue 18: a single file given with --rw survives an atomic save (rename
+// over it), which a bind mount of the file refused with EBUSY: a file in
+// the home is copied into the sbx home and back, a file in the writable
+// workspace is the workspace's own. Elsewhere the file is still bound and
+// the save gets EBUSY (the control: what the others did before).
+func TestRWFileAtomicSave(t *testing.T) {
+	b := newBox(t)
+	home := b.tempDir()
+	conf := filepath.Join(home, ".agent.json")
+	writeFile(t, conf, "host-1\n", 0o640)
+	chownToUser(t, conf)
+	env := opts{env: []string{"HOME=" + home}}
+
+	t.Run("home", func(t *testing.T) {
+		b := b.in(t)
+		r := b.runOpts(env, "--rw", conf, "--", "python3", "-c", atomicSave, conf, "sandbox-1")
+		if r.code != 0 || r.stdout != "host-1\nsaved\n" {
+			t.Fatalf("atomic save of --rw %s: %v", conf, r)
+		}
+		data, err := os.ReadFile(conf)
+		fi, _ := os.Stat(conf)
+		if err != nil || string(data) != "sandbox-1\n" || fi.Mode().Perm() != 0o640 {
+			t.Errorf("host file after the run: %q mode %v (%v), want the sandbox's content, mode 0640", data, fi.Mode(), err)
+		}
+		// A file the program did not change is left alone.
+		before, _ := os.Stat(conf)
+		if r := b.runOpts(env, "--rw", conf, "--", "cat", conf); r.code != 0 || r.stdout != "sandbox-1\n" {
+			t.Errorf("reading --rw %s: %v", conf, r)
+		}
+		if after, _ := os.Stat(conf); !os.SameFile(before, after) || after.ModTime() != before.ModTime() {
+			t.Errorf("an unchanged file was rewritten")
+		}
+	})
+
+	t.Run("changed on both sides", func(t *testing.T) {
+		b := b.in(t)
+		writeFile(t, conf, "host-a\n", 0o640)
+		chownToUser(t, conf)
+		p := b.start(env, "run", "--rw", conf, "--", "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.05; done; echo sandbox-b > "$1"`, "sh", conf)
+		p.waitLine("ready")
+		writeFile(t, conf, "host-b\n", 0o640) // the host changes it meanwhile
+		chownToUser(t, conf)
+		writeFile(t, filepath.Join(b.ws, "go"), "", 0o644)
+		r := p.wait()
+		if r.code != 0 || !strings.Contains(r.stderr, "sbx: --rw "+conf+": changed on the host during the run too: kept the host's; the sandbox's version is ") {
+			t.Errorf("both changed: got %v, want the host's kept and the sandbox's named", r)
+		}
+		if data, _ := os.ReadFile(conf); string(data) != "host-b\n" {
+			t.Errorf("host file: %q, want the host's own change", data)
+		}
+	})
+
+	t.Run("symlink planted", func(t *testing.T) {
+		b := b.in(t)
+		// The program swaps the file for a link to a file it cannot
+		// read; copy-back must not follow it.
+		r := b.runOpts(env, "--rw", conf, "--", "sh", "-c", `rm "$1" && ln -s /etc/shadow "$1"`, "sh", conf)
+		if r.code != exitSbxError || !strings.Contains(r.stderr, "sbx: copying --rw files back: --rw "+conf) {
+			t.Errorf("copy-back of a planted symlink: got %v, want 125 naming the file", r)
+		}
+		if fi, err := os.Lstat(conf); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("host file after a planted symlink: %v %v", fi, err)
+		}
+	})
+
+	t.Run("workspace", func(t *testing.T) {
+		b := b.in(t)
+		envrc := filepath.Join(b.ws, ".envrc")
+		writeFile(t, envrc, "host-2\n", 0o644)
+		chownToUser(t, envrc)
+		r := b.run("-w", "--rw", envrc, "--", "python3", "-c", atomicSave, envrc, "sandbox-2")
+		if r.code != 0 || r.stdout != "host-2\nsaved\n" {
+			t.Fatalf("atomic save of --rw %s: %v", envrc, r)
+		}
+		if data, _ := os.ReadFile(envrc); string(data) != "sandbox-2\n" {
+			t.Errorf("host file after the run: %q", data)
+		}
+	})
+
+	t.Run("bound elsewhere", func(t *testing.T) {
+		b := b.in(t)
+		other := filepath.Join(b.tempDir(), "other.json")
+		writeFile(t, other, "host-3\n", 0o644)
+		chownToUser(t, other)
+		r := b.runOpts(env, "--rw", other, "--", "python3", "-c", atomicSave, other, "sandbox-3")
+		if r.code != 1 || !strings.Contains(r.stderr, "Device or resource busy") {
+			t.Errorf("atomic save of a bound file: got %v, want EBUSY", r)
+		}
+	})
+}
