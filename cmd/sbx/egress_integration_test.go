@@ -101,17 +101,6 @@ func newEgressBox(t *testing.T, hosts ...string) *egressBox {
 	return e
 }
 
-// skipNodeUnderRlimitAS skips t when Node could not start its HTTP
-// parser because the run's memory limit is the rlimit fallback's
-// RLIMIT_AS (rootless without a delegated cgroup2 subtree, see
-// docs/rootless.md): WebAssembly reserves more address space than that.
-func skipNodeUnderRlimitAS(t *testing.T, r result) {
-	t.Helper()
-	if rootless() && strings.Contains(r.stderr, "Cannot allocate Wasm memory") {
-		t.Skipf("node's WebAssembly needs more address space than the rlimit fallback's RLIMIT_AS:\n%s", r.stderr)
-	}
-}
-
 // run runs "sbx run ARGS..." with the test build.
 func (e *egressBox) run(args ...string) result {
 	e.t.Helper()
@@ -174,7 +163,6 @@ func TestEgressAllowedHost(t *testing.T) {
 		bin, path := piBin(prefix)
 		args := append([]string{"--ro", prefix, "--env", "PATH=" + path}, allow...)
 		r := e.run(append(args, "--", filepath.Join(bin, "node"), "-e", "fetch('"+url+"').then(r => r.text()).then(t => process.stdout.write(t), e => { console.error(e); process.exit(3) })")...)
-		skipNodeUnderRlimitAS(t, r)
 		if r.code != 0 || r.stdout != "upstream /hello" {
 			t.Errorf("node fetch through the proxy: want the upstream's answer\n%v", r)
 		}

@@ -193,18 +193,12 @@ func TestEgressTransparent(t *testing.T) {
 		"curl -sS --noproxy '*' --max-time 10 http://evil.test:" + p + "/ 2>&1 | sed 's/ after .*//'; echo"
 	r := e.run("--allow-host", "api.test:"+p, "--allow-host", "127.0.0.1:"+p, "--", "sh", "-c", script)
 	skipForeignWall(t, r)
-	want, hits := "upstream /curl\nupstream /node\ncurl: (6) Could not resolve host: evil.test\n\n", int64(2)
-	if rootless() && strings.Contains(r.stderr, "Cannot allocate Wasm memory") {
-		// Node cannot start under the rlimit fallback's RLIMIT_AS (see
-		// skipNodeUnderRlimitAS): curl's half still counts.
-		want, hits = "upstream /curl\ncurl: (6) Could not resolve host: evil.test\n\n", 1
-		r.stdout = strings.Replace(r.stdout, "error undefined\n", "", 1) // when fetch rejected
-	}
+	want := "upstream /curl\nupstream /node\ncurl: (6) Could not resolve host: evil.test\n\n"
 	if r.code != 0 || r.stdout != want {
 		t.Fatalf("want %q\n%v", want, r)
 	}
-	if up.hits.Load() != hits {
-		t.Errorf("upstream hits %d, want %d", up.hits.Load(), hits)
+	if up.hits.Load() != 2 {
+		t.Errorf("upstream hits %d, want 2", up.hits.Load())
 	}
 	if !strings.Contains(r.stderr, "sbx: denied resolve evil.test (no DNS in the sandbox)\n") {
 		t.Errorf("the refused name is not reported\n%v", r)
@@ -239,18 +233,12 @@ s = socket.create_connection(('127.0.0.1', ` + p + `), timeout=10)
 s.sendall(b'GET /raw HTTP/1.0\r\n\r\n')
 print(s.makefile('rb').read().split(b'\r\n\r\n', 1)[1].decode())"; ` +
 		noProxy + "curl -sS --max-time 10 http://127.0.0.1:" + other.port + "/ 2>&1 | sed 's/ after .*//'; " +
-		noProxy + "node -e 'fetch(\"http://127.0.0.1:" + p + "/node\").then(r => r.text()).then(t => console.log(t), e => console.log(\"error\", e.cause && e.cause.code))'; true"
+		noProxy + "node -e 'fetch(\"http://127.0.0.1:" + p + "/node\").then(r => r.text()).then(t => console.log(t), e => console.log(\"error\", e.cause && e.cause.code))'"
 	r := e.run("--allow-host", "localhost:"+p, "--allow-host", "[::1]:"+up6.port, "--allow-host", "*.wild.test:"+p, "--", "sh", "-c", script)
 	skipForeignWall(t, r)
 	want := "upstream /localhost\nupstream /v6\nupstream /wild\nupstream /urllib\nupstream /raw\n" +
 		"curl: (7) Failed to connect to 127.0.0.1 port " + other.port + "\n" + "upstream /node\n"
-	hits := int64(5)
-	if rootless() && strings.Contains(r.stderr, "Cannot allocate Wasm memory") {
-		// Node cannot start under the rlimit fallback's RLIMIT_AS (see
-		// skipNodeUnderRlimitAS): the rest still counts.
-		want, hits = strings.TrimSuffix(want, "upstream /node\n"), 4
-		r.stdout = strings.Replace(r.stdout, "error undefined\n", "", 1)
-	}
+	const hits = 5
 	if r.code != 0 || r.stdout != want {
 		t.Fatalf("want %q\n%v", want, r)
 	}
