@@ -174,7 +174,7 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 		RootPropagation:   unix.MS_PRIVATE | unix.MS_REC,
 		Mounts:            mounts,
 		Devices:           specconv.AllowedDevices,
-		Hostname:          "sbx",
+		Hostname:          Hostname,
 		ParentDeathSignal: int(unix.SIGKILL),
 		Namespaces: configs.Namespaces{
 			{Type: configs.NEWNS}, {Type: configs.NEWPID}, {Type: configs.NEWIPC},
