@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -328,5 +330,28 @@ s.handle_request()
 		if r.code != exitSbxError || !strings.Contains(r.stderr, "--publish") {
 			t.Errorf("%q: want exit 125 naming --publish\n%v", args, r)
 		}
+	}
+}
+
+// TestNpmFailsFast: without --allow-host, "npm install" fails in seconds
+// (NXDOMAIN at once, and npm_config_fetch_retries=0 so that npm does not
+// retry it with a 10-60 s backoff: 70 s before), reports the registry's
+// name with the --allow-host hint, and --env can still set the retries.
+func TestNpmFailsFast(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm not installed")
+	}
+	b := newBox(t)
+	writeFile(t, filepath.Join(b.ws, "package.json"), `{"name": "x", "version": "1.0.0"}`, 0o644)
+	r := b.run("--write", "--", "npm", "install", "--no-audit", "--no-fund", "left-pad")
+	skipForeignWall(t, r)
+	if r.code == 0 || r.elapsed > 30*time.Second {
+		t.Fatalf("want npm install to fail within 30 s (it took %v)\n%v", r.elapsed, r)
+	}
+	if !strings.Contains(r.stderr, "sbx: denied resolve registry.npmjs.org (no DNS in the sandbox)\n") {
+		t.Errorf("the registry's name is not reported\n%v", r)
+	}
+	if r := b.run("--env", "npm_config_fetch_retries=7", "--", "npm", "config", "get", "fetch-retries"); r.stdout != "7\n" {
+		t.Errorf("--env npm_config_fetch_retries=7: npm sees %q\n%v", r.stdout, r)
 	}
 }
