@@ -129,7 +129,7 @@ func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter
 		}
 		stops = append(stops, func() { px.close(o.Log) })
 		if o.loopback() {
-			fw := newForwarders(ns, px.p, o.allow, o.Log)
+			fw := newForwarders(ns, px.p, o.allow, o.Log, !rootless)
 			if err := fw.start(); err != nil {
 				stop()
 				return nil, err

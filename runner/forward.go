@@ -31,6 +31,11 @@ type forwarders struct {
 	p     *egress.Proxy
 	allow egress.Allowlist
 	log   io.Writer
+	// wall: the BPF network wall limits the sandbox to its loopback (and
+	// the proxy), so an allowed address beyond loopback gets no
+	// forwarder (a client's connect to it would be refused by the wall
+	// before reaching one); it is reached through the proxy.
+	wall bool
 
 	mu     sync.Mutex
 	warned bool // about a name beyond maxForwardNames
@@ -39,8 +44,8 @@ type forwarders struct {
 	taken  map[netip.Addr]bool // addresses IP rules name
 }
 
-func newForwarders(ns *egress.Netns, p *egress.Proxy, allow egress.Allowlist, log io.Writer) *forwarders {
-	f := &forwarders{ns: ns, p: p, allow: allow, log: log, names: map[string]netip.Addr{}, next: forwardBase, taken: map[netip.Addr]bool{}}
+func newForwarders(ns *egress.Netns, p *egress.Proxy, allow egress.Allowlist, log io.Writer, wall bool) *forwarders {
+	f := &forwarders{ns: ns, p: p, allow: allow, log: log, wall: wall, names: map[string]netip.Addr{}, next: forwardBase, taken: map[netip.Addr]bool{}}
 	for _, r := range allow {
 		if r.IsIP() {
 			f.taken[r.Addr()] = true
@@ -119,7 +124,8 @@ func (f *forwarders) forName(name string) (netip.Addr, error) {
 // lo unless it is loopback, which lo has already), so that a client that
 // dials the literal (127.0.0.1:11434 for a model server on the host's
 // loopback, 10.0.0.5:5432) reaches the host's destination at the same
-// address. The proxy's own 127.0.0.1:3128 is left to the proxy.
+// address. The proxy's own 127.0.0.1:3128 is left to the proxy, and with
+// the BPF wall (root) the addresses beyond loopback are too (see wall).
 func (f *forwarders) forwardIPs() error {
 	added := map[netip.Addr]bool{}
 	for _, r := range f.allow {
@@ -128,7 +134,7 @@ func (f *forwarders) forwardIPs() error {
 		}
 		a, port := r.Addr(), r.Port()
 		ap := netip.AddrPortFrom(a, port)
-		if ap == proxyAddr {
+		if ap == proxyAddr || (f.wall && !a.IsLoopback()) || canaryRange(a) {
 			continue
 		}
 		if !a.IsLoopback() && !added[a] {
@@ -144,4 +150,20 @@ func (f *forwarders) forwardIPs() error {
 		go func() { _ = f.p.ServeForward(ln, a.String(), port) }()
 	}
 	return nil
+}
+
+// canaryRanges are the documentation ranges (RFC 5737 TEST-NET-1, RFC
+// 3849) that the shim's network canary dials to prove that nothing beyond
+// loopback answers (bpf/net_canary.go): never put on the sandbox's lo,
+// which would defeat that proof. Nothing real lives there; a rule for one
+// is served by the proxy alone.
+var canaryRanges = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::/32")}
+
+func canaryRange(a netip.Addr) bool {
+	for _, p := range canaryRanges {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

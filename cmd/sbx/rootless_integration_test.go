@@ -342,6 +342,24 @@ except socket.gaierror as e:
 		t.Errorf("a name: want NXDOMAIN (EAI_NONAME, -2) at once, and reported\n%v", r)
 	}
 
+	// An allowed address beyond loopback (TEST-NET-2: nothing answers
+	// there, so only sbx's forwarder can accept) is put on the
+	// sandbox's lo with sbx's listener; without the rule the same
+	// connect has no route (the control).
+	connect := python + ` -c "
+import socket
+try:
+    socket.create_connection(('198.51.100.7', 9), timeout=5); print('accepted')
+except OSError as e:
+    print(e.errno)"`
+	r = b.run("--allow-host", "198.51.100.7:9", "--", "sh", "-c", "ip -o addr show lo | grep -c 198.51.100.7/32; "+connect)
+	if r.stdout != "1\naccepted\n" {
+		t.Errorf("an allowed address beyond loopback: want it on lo and sbx's forwarder accepting\n%v", r)
+	}
+	if c := b.run("--", "sh", "-c", connect); c.stdout != fmt.Sprintf("%d\n", syscall.ENETUNREACH) {
+		t.Errorf("control: without the rule, want ENETUNREACH\n%v", c)
+	}
+
 	r = b.run("--net", "host", "--", "curl", "-sS", "--max-time", "10", url+"/host")
 	if r.code != 0 || r.stdout != "upstream /host" || !strings.Contains(r.stderr, "sbx: WARNING: --net host") {
 		t.Errorf("--net host: want the host's listener reachable, and announced\n%v", r)
