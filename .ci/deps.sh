@@ -17,3 +17,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v go >/dev/null || { echo "deps: Go 1.26 is required (expected at /usr/local/go)" >&2; exit 1; }
+# golangci-lint for "make lint" (part of make test), pinned in the Makefile:
+# installed once into .cache/bin with go install (not a module dependency).
+make -s -C "$(dirname "$0")/.." lint-tool

@@ -40,6 +40,7 @@ type fileRule struct {
 	write bool
 	fs    bool
 	list  bool
+	deny  bool
 }
 
 // Allow lets the sandbox open path and, if it is a directory, everything
@@ -73,6 +74,18 @@ func (p *FilePolicy) AllowList(path string) *FilePolicy {
 	return p
 }
 
+// Deny refuses the sandbox every open of path and, if it is a directory,
+// of everything below it, whatever an ancestor's rule allows (sbx run
+// --mask). It is the one rule that takes access away: as the nearest
+// listed ancestor decides, a deny on a file inside an allowed workspace
+// wins there, and since it names the file's identity, any other name of
+// the same file (a hard link) is refused too. A deny and an allow of the
+// same file compile to the deny. It returns p for chaining.
+func (p *FilePolicy) Deny(path string) *FilePolicy {
+	p.rules = append(p.rules, fileRule{path: path, deny: true})
+	return p
+}
+
 // FileRule is one compiled rule: the identity the LSM programs look up.
 type FileRule struct {
 	// Path is the rule's path as given ("pipe:" for the implicit pipe
@@ -87,6 +100,8 @@ type FileRule struct {
 	Write bool
 	// List is true for a list-only rule ([FilePolicy.AllowList]).
 	List bool
+	// Deny is true for a rule that refuses all access ([FilePolicy.Deny]).
+	Deny bool
 }
 
 // key is the sbx_lsm_allow key of the rule for the sandbox.
@@ -96,6 +111,9 @@ func (r FileRule) key(sandbox uint64) lsmSbxAllowKey {
 
 // access is the sbx_lsm_allow value of the rule.
 func (r FileRule) access() uint32 {
+	if r.Deny {
+		return uint32(lsmSbxAccessSBX_ACCESS_NONE)
+	}
 	if r.List {
 		return uint32(lsmSbxAccessSBX_ACCESS_LIST)
 	}
@@ -125,6 +143,10 @@ func (p *FilePolicy) Compile() ([]FileRule, error) {
 	add := func(r FileRule) {
 		k := [2]uint64{uint64(r.Dev), r.Ino}
 		if i, ok := seen[k]; ok {
+			if out[i].Deny || r.Deny { // fail closed: a deny wins
+				out[i] = FileRule{Path: out[i].Path, Dev: r.Dev, Ino: r.Ino, Deny: true}
+				return
+			}
 			out[i].Write = out[i].Write || r.Write
 			out[i].List = out[i].List && r.List
 			return
@@ -162,7 +184,7 @@ func compileRule(rule fileRule, mounts map[uint64]uint32) (FileRule, error) {
 			dev = d
 		}
 	}
-	r := FileRule{Path: rule.path, Dev: dev, Ino: st.Ino, Write: rule.write, List: rule.list}
+	r := FileRule{Path: rule.path, Dev: dev, Ino: st.Ino, Write: rule.write, List: rule.list, Deny: rule.deny}
 	if rule.list && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return FileRule{}, fmt.Errorf("allow listing %s: not a directory", rule.path)
 	}

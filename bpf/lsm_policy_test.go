@@ -87,6 +87,34 @@ func TestFilePolicyCompile(t *testing.T) {
 		build: func(p *FilePolicy) { p.AllowList(ws).Allow(ws, false) },
 		want:  func() []FileRule { return []FileRule{statRule(t, ws, false, false)} },
 	}, {
+		name:  "a deny rule below an allowed directory is a rule of its own (--mask)",
+		build: func(p *FilePolicy) { p.Allow(dir, true).Deny(file) },
+		want: func() []FileRule {
+			d := statRule(t, file, false, false)
+			d.Deny = true
+			return []FileRule{statRule(t, dir, true, false), d}
+		},
+	}, {
+		name:  "a deny wins over an allow of the same file, before it",
+		build: func(p *FilePolicy) { p.Allow(ws, true).Deny(link) },
+		want: func() []FileRule {
+			d := statRule(t, ws, false, false)
+			d.Deny = true
+			return []FileRule{d}
+		},
+	}, {
+		name:  "a deny wins over an allow of the same file, after it",
+		build: func(p *FilePolicy) { p.Deny(ws).Allow(ws, true).AllowList(ws) },
+		want: func() []FileRule {
+			d := statRule(t, ws, false, false)
+			d.Deny = true
+			return []FileRule{d}
+		},
+	}, {
+		name:  "deny of a missing path",
+		build: func(p *FilePolicy) { p.Deny(filepath.Join(dir, "missing")) },
+		err:   "no such file or directory",
+	}, {
 		name:  "list-only needs a directory",
 		build: func(p *FilePolicy) { p.AllowList(file) },
 		err:   "not a directory",
@@ -146,6 +174,11 @@ func TestFilePolicyKeys(t *testing.T) {
 	}
 	if ro.access() != uint32(lsmSbxAccessSBX_ACCESS_READ) || rw.access() != uint32(lsmSbxAccessSBX_ACCESS_WRITE) {
 		t.Errorf("access ro %d rw %d", ro.access(), rw.access())
+	}
+	// A deny is stored as SBX_ACCESS_NONE: lsm.c's walk stops at the
+	// nearest listed ancestor and takes its value, so NONE there refuses.
+	if deny := (FileRule{Dev: 1, Ino: 2, Write: true, Deny: true}); deny.access() != uint32(lsmSbxAccessSBX_ACCESS_NONE) {
+		t.Errorf("deny access %d, want NONE", deny.access())
 	}
 	if !(lsmSbxAccessSBX_ACCESS_WRITE > lsmSbxAccessSBX_ACCESS_READ && lsmSbxAccessSBX_ACCESS_READ > lsmSbxAccessSBX_ACCESS_NONE) {
 		t.Error("lsm.c compares access levels: write must include read")

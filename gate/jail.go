@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
+
+	"github.com/sbx-sandbox/sbx/internal/runid"
 )
 
 // ResolveWorkspace checks a workspace and a working directory on disk and
@@ -96,7 +100,7 @@ func resolveIn(field, root, rel string) (string, error) {
 		return "", err
 	}
 	root = filepath.Clean(root)
-	if !inside(root, filepath.Join(root, rel)) {
+	if !hostfs.Within(filepath.Join(root, rel), root) {
 		return "", escape(field, rel)
 	}
 	cur := root
@@ -111,19 +115,19 @@ func resolveIn(field, root, rel string) (string, error) {
 		case "..":
 			// cur holds no symbolic link, so its parent is its lexical parent.
 			cur = filepath.Dir(cur)
-			if !inside(root, cur) && !ancestor(cur, root) {
+			if !hostfs.Within(cur, root) && !ancestor(cur, root) {
 				return "", escape(field, rel)
 			}
 			continue
 		}
 		next := filepath.Join(cur, p)
-		if !inside(root, next) && !ancestor(next, root) {
+		if !hostfs.Within(next, root) && !ancestor(next, root) {
 			return "", escape(field, rel) // decided without touching next
 		}
 		fi, err := os.Lstat(next)
 		if err != nil {
 			switch {
-			case !inside(root, next):
+			case !hostfs.Within(next, root):
 				return "", escape(field, rel)
 			case errors.Is(err, fs.ErrNotExist):
 				return "", rejectErr(field, fs.ErrNotExist, "%s %q: no such directory in the workspace", field, rel)
@@ -152,7 +156,7 @@ func resolveIn(field, root, rel string) (string, error) {
 		}
 		cur = next
 	}
-	if !inside(root, cur) {
+	if !hostfs.Within(cur, root) {
 		return "", escape(field, rel)
 	}
 	// Check the result once more as the kernel sees it now.
@@ -160,19 +164,10 @@ func resolveIn(field, root, rel string) (string, error) {
 	if err != nil {
 		return "", rejectErr(field, err, "%s %q: %v", field, rel, unwrapPath(err))
 	}
-	if !inside(root, real) {
+	if !hostfs.Within(real, root) {
 		return "", escape(field, rel)
 	}
 	return real, nil
-}
-
-// inside reports whether p is root or below it. Both must be clean and
-// absolute.
-func inside(root, p string) bool {
-	if root == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == root || strings.HasPrefix(p, root+"/")
 }
 
 // ancestor reports whether a is a strict ancestor of p.
@@ -216,11 +211,8 @@ func ValidName(s string) error {
 	case len(s) > MaxNameBytes:
 		return reject("name", "name is %d bytes long; the limit is %d", len(s), MaxNameBytes)
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return reject("name", "name %q may hold only A-Z a-z 0-9 . _ -", s)
-		}
+	if !runid.Valid(s) {
+		return reject("name", "name %q may hold only A-Z a-z 0-9 . _ -", s)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
 )
 
 // jailTree builds, under a fresh temp dir, a workspace thread-1 with
@@ -248,8 +250,8 @@ func TestInside(t *testing.T) {
 		{"/", "/etc", true},
 	}
 	for _, tt := range tests {
-		if got := inside(tt.root, tt.p); got != tt.want {
-			t.Errorf("inside(%q, %q) = %v, want %v", tt.root, tt.p, got, tt.want)
+		if got := hostfs.Within(tt.p, tt.root); got != tt.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", tt.p, tt.root, got, tt.want)
 		}
 	}
 	if ancestor("/w/thread-1", "/w/thread-12/x") || !ancestor("/w", "/w/thread-1") || !ancestor("/", "/w") || ancestor("/w", "/w") {

@@ -20,8 +20,8 @@ const TruncationNotice = "[Output truncated: showing tail only.]"
 // runs, stream its output into Tails and call ShapeTails.
 func Shape(stdout, stderr []byte) (output string, truncated bool) {
 	o, e := NewTail(OutputBudget), NewTail(OutputBudget)
-	o.Write(stdout)
-	e.Write(stderr)
+	_, _ = o.Write(stdout) // a Tail never fails a write
+	_, _ = e.Write(stderr)
 	return ShapeTails(o, e)
 }
 

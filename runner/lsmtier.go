@@ -47,6 +47,10 @@ func lsmPolicy(spec *sandbox.Spec, pid1 int) bpf.FilePolicy {
 	}
 	p.Allow(spec.Workspace, spec.Write)
 	p.Allow(spec.Home, true)
+	// Masks (--mask): refused by identity, whatever name reaches them.
+	for _, h := range spec.Hidden {
+		p.Deny(h.Path)
+	}
 	// The root itself, listed but not opened below: "ls /" works as on
 	// the Landlock tier, and a file on the root filesystem outside the
 	// set (the shim at /.sbx/sbx) stays refused.

@@ -23,7 +23,6 @@ const ExitTimeout = 124
 
 // Defaults of the limits, as the container variant's sandbox tool.
 const (
-	DefaultMemory  = 512 << 20
 	DefaultCPUs    = 1.0
 	DefaultPids    = 256
 	DefaultTmpSize = 512 << 20
@@ -134,9 +133,22 @@ type Options struct {
 	// says where it is and how to show it.
 	NoDiscover bool
 
+	// Masks are host paths whose content the program must not see
+	// (sbx run --mask): each stays visible, empty and unreadable (EACCES),
+	// on every file tier (see mask.go).
+	Masks []string
+	// Protect are more host paths that stay read-only inside writable
+	// trees, as the protected entries do (sbx run --settings denyWrite).
+	Protect []string
+	// Quiet prints no "sbx: denied" lines; --violations and the count at
+	// the end stay.
+	Quiet bool
+
 	// Filled by resolvePaths: the resolved, checked host paths.
 	ws, home string
 	ro, rw   []string
+	masks    []string    // resolved Masks
+	protects []string    // resolved Protect
 	cred     hostfs.Cred // the invoking user's, for host file operations
 	// forOwner: root without sudo runs the program as the workspace's
 	// owner (see workspaceOwner).
@@ -167,10 +179,7 @@ func (o *Options) resolvePaths() error {
 	if Rootless() && os.Geteuid() != os.Getuid() {
 		return errors.New("sbx must not be setuid: run it as yourself (rootless) or with sudo")
 	}
-	who, err := currentInvoker(o.hostLookup)
-	if err != nil {
-		return err
-	}
+	who := currentInvoker(o.hostLookup)
 	o.who = who
 	o.cred = hostfs.LookupCred(who.uid, who.gid)
 	cwd, err := filepath.EvalSymlinks(o.Cwd)
@@ -217,6 +226,9 @@ func (o *Options) resolvePaths() error {
 			return err
 		}
 		paths = append(paths, hostPath{field: "--home", path: o.home, writable: true})
+	}
+	if err := o.resolveMaskPaths(cwd); err != nil {
+		return err
 	}
 	if err := checkUTF8(o.Args, o.Cwd, paths); err != nil {
 		return err
@@ -293,7 +305,10 @@ type invoker struct {
 	home     string
 }
 
-func currentInvoker(env func(string) (string, bool)) (invoker, error) {
+// currentInvoker returns the user a run is for, from the process's ids and
+// (as root) sudo's variables; a uid without a passwd entry gets a home
+// under /tmp.
+func currentInvoker(env func(string) (string, bool)) invoker {
 	uidStr, sudo := env("SUDO_UID")
 	if !sudo || os.Getuid() != 0 {
 		uidStr = strconv.Itoa(os.Getuid())
@@ -306,7 +321,7 @@ func currentInvoker(env func(string) (string, bool)) (invoker, error) {
 		if g, ok := env("SUDO_GID"); ok && sudo {
 			gid, _ = strconv.Atoi(g)
 		}
-		return invoker{uid: uid, gid: gid, name: uidStr, home: "/tmp"}, nil
+		return invoker{uid: uid, gid: gid, name: uidStr, home: "/tmp"}
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
@@ -316,7 +331,7 @@ func currentInvoker(env func(string) (string, bool)) (invoker, error) {
 			home = filepath.Clean(h)
 		}
 	}
-	return invoker{uid: uid, gid: gid, name: u.Username, home: home}, nil
+	return invoker{uid: uid, gid: gid, name: u.Username, home: home}
 }
 
 // cleanEnv builds the program's environment: a few host variables that
@@ -398,7 +413,7 @@ func validEnvName(k string) bool {
 	return true
 }
 
-// resolveDir makes p absolute (against cwd), resolves symlinks and checks
+// resolvePath makes p absolute (against cwd), resolves symlinks and checks
 // that it is an existing directory (or file, when files is true).
 func resolvePath(what, p, cwd string, files bool) (string, error) {
 	if p == "" {
@@ -425,6 +440,10 @@ func resolvePath(what, p, cwd string, files bool) (string, error) {
 }
 
 // within reports whether p is root or lies below it.
+// (A root may carry a trailing slash; see [hostfs.Within].)
 func within(p, root string) bool {
-	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+	if r := strings.TrimSuffix(root, "/"); r != "" {
+		root = r
+	}
+	return hostfs.Within(p, root)
 }

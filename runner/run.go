@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -144,6 +145,10 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	rep := newReporter(o.Log, o.Violations)
 	if o.reporter != nil {
 		rep = o.reporter
+	}
+	rep.silent = o.Quiet
+	for _, h := range spec.Hidden {
+		rep.masks = append(rep.masks, h.Path)
 	}
 	defer rep.finish()
 	var wall *netWall
@@ -515,9 +520,24 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
+	if err := o.extraProtection(&prot); err != nil {
+		return nil, nop, err
+	}
+	hidden, err := o.hiddenPaths()
+	if err != nil {
+		return nil, nop, err
+	}
+	dropMasked(&prot, hidden)
 	home, cleanup, err := o.homeDir(who, id, ws)
 	if err != nil {
 		return nil, nop, err
+	}
+	var hiddenFile string
+	if slices.ContainsFunc(hidden, func(h sandbox.Hidden) bool { return !h.Dir }) {
+		if hiddenFile, err = maskFile(o.StateDir); err != nil {
+			cleanup()
+			return nil, nop, err
+		}
 	}
 	rw, rwCopies := o.splitRWFiles(rw, ws) // see rwfile.go
 	if o.rwCopies, err = o.copyInRW(rwCopies, home); err != nil {
@@ -549,6 +569,8 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		Umask:      callerUmask(),
 		Rootless:   rootless,
 		Cgroup:     cgroup,
+		Hidden:     hidden,
+		HiddenFile: hiddenFile,
 	}
 	if rootless && cgroup == "" {
 		spec.Limits.CPUs = 0 // no rlimit for CPU bandwidth (see the note)

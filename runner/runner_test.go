@@ -78,6 +78,7 @@ func TestWithin(t *testing.T) {
 		{"/w/a-evil", "/w/a", false},
 		{"/w", "/w/a", false},
 		{"/anything", "/", true},
+		{"/w/a/b", "/w/a/", true}, // a root with a trailing slash
 	} {
 		if got := within(tc.p, tc.root); got != tc.want {
 			t.Errorf("within(%q, %q) = %v, want %v", tc.p, tc.root, got, tc.want)

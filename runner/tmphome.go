@@ -13,6 +13,8 @@ import (
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/lockfile"
 )
 
 // Throwaway homes (--home tmp) live in the temp dir, outside the run dir
@@ -43,17 +45,8 @@ func registerTmpHome(stateDir, id string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("register throwaway home: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+id+".tmp-")
+	f, err := lockfile.Publish(tmpHomeLock(stateDir, id), nil)
 	if err != nil {
-		return nil, fmt.Errorf("register throwaway home: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("register throwaway home: %w", err)
-	}
-	if err := os.Link(f.Name(), tmpHomeLock(stateDir, id)); err != nil {
-		f.Close()
 		return nil, fmt.Errorf("register throwaway home: %w", err)
 	}
 	return f, nil
@@ -66,14 +59,14 @@ func homeLockFree(stateDir, id string) (exists, free bool) {
 		return false, false
 	}
 	defer f.Close()
-	return true, unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+	held, err := lockfile.TryLock(f)
+	return true, !held && err == nil
 }
 
 // sweepTmpHomes removes the throwaway homes of runs whose sbx is gone (see
-// above), each as its owner, and their records. It returns how many.
-func sweepTmpHomes(stateDir string) int {
+// above), each as its owner, and their records.
+func sweepTmpHomes(stateDir string) {
 	homes, _ := filepath.Glob(filepath.Join(os.TempDir(), tmpHomePrefix+"*"))
-	n := 0
 	for _, h := range homes {
 		id, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(h), tmpHomePrefix), "-")
 		if !ok || sandbox.ValidID(id) != nil {
@@ -95,7 +88,6 @@ func sweepTmpHomes(stateDir string) int {
 		}
 		owner := hostfs.LookupCred(int(st.Uid), int(st.Gid))
 		if err := removeAsUser(owner, h); err == nil || errors.Is(err, fs.ErrNotExist) {
-			n++
 			os.Remove(tmpHomeLock(stateDir, id))
 		}
 		// Records are the lock file; the home's name is what is swept.
@@ -112,5 +104,4 @@ func sweepTmpHomes(stateDir string) int {
 			os.Remove(l)
 		}
 	}
-	return n
 }

@@ -106,6 +106,11 @@ type reporter struct {
 	// program is in the middle of one of its own would mangle both.
 	deferLines bool
 	pending    []string
+	// masks are the run's --mask paths, for the tier of their denials.
+	masks []string
+	// silent prints no denial lines nor hints (sbx run --quiet); the
+	// --violations file and the count at the end stay.
+	silent bool
 
 	// Set by setSandbox once the sandbox exists.
 	shimPID   uint32     // the sandbox's PID 1, sbx's own shim
@@ -229,12 +234,15 @@ func (r *reporter) addEvent(e bpf.Event, tier string) {
 		}
 	}
 	v := violation(e, tier)
+	if v.Tier == bpf.TierLandlock && slices.ContainsFunc(r.masks, func(m string) bool { return within(e.Path, m) }) {
+		v.Tier = TierMask // the mask's mode 0000, not a Landlock rule
+	}
 	if quietSyscall(e) {
 		r.addQuietLocked(v)
 		return
 	}
 	r.addLocked(v)
-	if r.readOnly && !r.hinted && e.Errno == unix.EROFS && e.IsWrite() && within(e.Path, r.workspace) {
+	if r.readOnly && !r.hinted && !r.silent && e.Errno == unix.EROFS && e.IsWrite() && within(e.Path, r.workspace) {
 		r.hinted = true
 		r.emit(writeHint)
 	}
@@ -296,7 +304,7 @@ func netHint(v gate.Violation) string {
 
 func (r *reporter) addLocked(v gate.Violation) {
 	r.total++
-	if !r.netHinted {
+	if !r.netHinted && !r.silent {
 		if h := netHint(v); h != "" {
 			r.netHinted = true
 			defer r.emit(h) // after the denial's own line
@@ -325,7 +333,7 @@ func (r *reporter) addLocked(v gate.Violation) {
 	}
 	r.seen[key] = 1
 	r.order = append(r.order, key)
-	if r.log == nil || r.printed >= maxViolationLines {
+	if r.log == nil || r.silent || r.printed >= maxViolationLines {
 		return
 	}
 	r.printed++

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/bpf"
@@ -23,15 +22,6 @@ func Cgroup2Mount() (string, error) {
 		return "", fmt.Errorf("%w (cgroup BPF needs a cgroup2 hierarchy; mount one with: mount -t cgroup2 none /sys/fs/cgroup/unified)", err)
 	}
 	return m, nil
-}
-
-// Cgroup2Dir returns the cgroup2 directory of sandbox id.
-func Cgroup2Dir(id string) (string, error) {
-	m, err := Cgroup2Mount()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(m, CgroupParent, id), nil
 }
 
 // removeCgroups kills what is left in the cgroups of sandbox id in every
@@ -70,12 +60,9 @@ func killAndRemove(dir string) error {
 // killProcs sends SIGKILL to every process listed in the cgroup dir's
 // cgroup.procs and reports whether there was none.
 func killProcs(dir string) (empty bool) {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	pids := strings.Fields(string(data))
-	for _, l := range pids {
-		if pid, e := strconv.Atoi(l); e == nil {
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
+	pids, err := cgroups.GetPids(dir)
+	for _, pid := range pids {
+		_ = unix.Kill(pid, unix.SIGKILL)
 	}
 	return err != nil || len(pids) == 0
 }
@@ -110,8 +97,7 @@ func sweepCgroups() {
 		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < staleCgroupAge {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-		if err != nil || len(strings.TrimSpace(string(data))) != 0 {
+		if pids, err := cgroups.GetPids(d); err != nil || len(pids) != 0 {
 			continue
 		}
 		_ = unix.Rmdir(d) // EBUSY if a child cgroup or a task appeared: left alone

@@ -129,6 +129,12 @@ func (s *Spec) Config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 	// workspace and explicit mounts win over the home and /tmp.
 	sort.SliceStable(binds, func(i, j int) bool { return depth(binds[i].Destination) < depth(binds[j].Destination) })
 	mounts = append(mounts, binds...)
+	// Masks last: over whatever mount shows their path (--mask).
+	hidden, err := s.hiddenMounts()
+	if err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, hidden...)
 
 	var rules []*devconfig.Rule
 	for _, d := range specconv.AllowedDevices {

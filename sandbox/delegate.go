@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,20 +46,16 @@ func (d Delegation) Has(names ...string) bool {
 
 // FindDelegation looks for a cgroup2 subtree delegated to uid that the
 // calling process can create its sandboxes' cgroups in: the user@UID.service
-// cgroup on the path of selfCgroup (the contents of /proc/self/cgroup),
+// cgroup on the path of self (/proc/self/cgroup as
+// [cgroups.ParseCgroupFile] reads it: cgroup2's path under the key ""),
 // below mount, which must be the only (unified) cgroup hierarchy: on a
 // hybrid host libcontainer manages the v1 controllers, which are never
 // delegated. It returns an error saying why there is none.
-func FindDelegation(mount string, unified bool, selfCgroup string, uid int) (Delegation, error) {
+func FindDelegation(mount string, unified bool, selfCgroups map[string]string, uid int) (Delegation, error) {
 	if !unified {
 		return Delegation{}, errors.New("cgroup v1 (hybrid) hierarchy: controllers are not delegated to users")
 	}
-	var self string
-	for _, l := range strings.Split(selfCgroup, "\n") {
-		if p, ok := strings.CutPrefix(l, "0::"); ok {
-			self = p
-		}
-	}
+	self := selfCgroups[""]
 	if self == "" {
 		return Delegation{}, errors.New("no cgroup2 entry in /proc/self/cgroup")
 	}
@@ -93,9 +90,9 @@ func HostDelegation() (Delegation, error) {
 	if err != nil {
 		return Delegation{}, err
 	}
-	self, err := os.ReadFile("/proc/self/cgroup")
+	self, err := cgroups.ParseCgroupFile("/proc/self/cgroup")
 	if err != nil {
 		return Delegation{}, fmt.Errorf("read own cgroup: %w", err)
 	}
-	return FindDelegation(mount, mount == "/sys/fs/cgroup", string(self), os.Geteuid())
+	return FindDelegation(mount, mount == "/sys/fs/cgroup", self, os.Geteuid())
 }

@@ -24,7 +24,8 @@ func Init() {
 		libcontainer.Init() // never returns
 	}
 	if len(os.Args) > 0 && os.Args[0] == watchArg0 {
-		os.Exit(runWatch())
+		runWatch()
+		os.Exit(0)
 	}
 	if len(os.Args) > 0 && os.Args[0] == egress.HelperArg0 {
 		os.Exit(egress.RunHelper()) // rootless: sockets in the sandbox's netns

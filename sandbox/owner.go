@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
-	"golang.org/x/sys/unix"
+	"github.com/opencontainers/runc/libcontainer/system"
+	"github.com/sbx-sandbox/sbx/internal/lockfile"
 )
 
 // The owner file of a run dir records the sbx process that created it: its
@@ -37,7 +37,11 @@ func writeOwner(runDir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write owner record: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	held, err := lockfile.TryLock(f)
+	if err == nil && held {
+		err = errors.New("held by another open file")
+	}
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock owner record: %w", err)
 	}
@@ -48,22 +52,14 @@ func writeOwner(runDir string) (*os.File, error) {
 	return f, nil
 }
 
-// procStart returns the start time (field 22 of /proc/pid/stat) of pid.
+// procStart returns the start time (field 22 of /proc/pid/stat, clock
+// ticks since boot) of pid.
 func procStart(pid int) (uint64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := system.Stat(pid)
 	if err != nil {
 		return 0, fmt.Errorf("read process start time: %w", err)
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("read process start time: malformed stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, errors.New("read process start time: malformed stat")
-	}
-	return strconv.ParseUint(f[19], 10, 64)
+	return st.StartTime, nil
 }
 
 // ownerAlive reports whether the sbx process recorded in runDir still runs.
@@ -80,8 +76,8 @@ func ownerAlive(runDir string) bool {
 	var kind string
 	n, _ := fmt.Fscanf(f, "%d %d %s", &pid, &start, &kind)
 	if n == 3 && kind == ownerLock {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		return err != nil // taken: the owner is gone (closing f lets go)
+		held, err := lockfile.TryLock(f)
+		return held || err != nil // taken: the owner is gone (closing f lets go)
 	}
 	if n < 2 {
 		return false

@@ -135,3 +135,28 @@ func state(t *testing.T, pid int) string {
 	s := string(data)
 	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
 }
+
+// TestProcStart: the start time (from libcontainer's /proc/PID/stat
+// parser) is stable for a process, differs for a later one, and a pid
+// that does not exist is an error.
+func TestProcStart(t *testing.T) {
+	a, err := procStart(os.Getpid())
+	if err != nil || a == 0 {
+		t.Fatalf("procStart(self) = %d, %v", a, err)
+	}
+	if b, err := procStart(os.Getpid()); err != nil || b != a {
+		t.Errorf("procStart(self) again = %d, %v; want %d", b, err, a)
+	}
+	time.Sleep(20 * time.Millisecond) // at least one clock tick later
+	cmd := exec.Command("sleep", "10")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if c, err := procStart(cmd.Process.Pid); err != nil || c <= a {
+		t.Errorf("procStart(child) = %d, %v; want > %d", c, err, a)
+	}
+	if _, err := procStart(1 << 30); err == nil {
+		t.Error("procStart of a pid that cannot exist: no error")
+	}
+}

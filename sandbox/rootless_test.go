@@ -135,11 +135,11 @@ func fakeCgroup2(t *testing.T, uid int, subtree string, writable bool) string {
 
 func TestFindDelegation(t *testing.T) {
 	me := os.Geteuid()
-	self := "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n"
+	self := map[string]string{"": "/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope"}
 	for _, tc := range []struct {
 		name     string
 		unified  bool
-		self     string
+		self     map[string]string
 		uid      int
 		subtree  string
 		writable bool
@@ -147,9 +147,9 @@ func TestFindDelegation(t *testing.T) {
 	}{
 		{"delegated", true, self, 1000, "cpu memory pids\n", true, ""},
 		{"hybrid", false, self, 1000, "cpu memory pids", true, "cgroup v1"},
-		{"no session", true, "0::/system.slice/ssh.service\n", 1000, "", true, "not in a systemd user session"},
+		{"no session", true, map[string]string{"": "/system.slice/ssh.service"}, 1000, "", true, "not in a systemd user session"},
 		{"other user's session", true, self, 1001, "", true, "user@1001.service"},
-		{"v1 only entries", true, "4:memory:/user.slice\n", 1000, "", true, "no cgroup2 entry"},
+		{"v1 only entries", true, map[string]string{"memory": "/user.slice"}, 1000, "", true, "no cgroup2 entry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := fakeCgroup2(t, tc.uid, tc.subtree, tc.writable)
@@ -157,7 +157,7 @@ func TestFindDelegation(t *testing.T) {
 			uid := tc.uid
 			if tc.want == "" {
 				uid = me
-				tc.self = strings.ReplaceAll(tc.self, "1000", itoa(me))
+				tc.self = map[string]string{"": strings.ReplaceAll(tc.self[""], "1000", itoa(me))}
 				os.Rename(filepath.Join(root, "user.slice", "user-1000.slice"), filepath.Join(root, "user.slice", "user-"+itoa(me)+".slice"))
 				os.Rename(filepath.Join(root, "user.slice", "user-"+itoa(me)+".slice", "user@1000.service"), filepath.Join(root, "user.slice", "user-"+itoa(me)+".slice", "user@"+itoa(me)+".service"))
 			}

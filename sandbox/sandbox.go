@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/opencontainers/cgroups/fscommon"
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
 )
@@ -288,7 +288,7 @@ func (s *Sandbox) OOMKilled() bool {
 		default:
 			continue
 		}
-		if n, ok := readKey(filepath.Join(dir, file), key); ok && n > 0 {
+		if n, err := fscommon.GetValueByKey(dir, file, key); err == nil && n > 0 {
 			return true
 		}
 	}
@@ -348,21 +348,6 @@ func destroyWithRetry(c *libcontainer.Container) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func readKey(path, key string) (int64, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 2 && f[0] == key {
-			n, err := strconv.ParseInt(f[1], 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }
 
 func socketPair() (*os.File, *os.File, error) {

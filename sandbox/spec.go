@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/runid"
 )
 
 // Limits are the cgroup limits of one sandbox. Zero means "no limit" for
@@ -72,6 +73,10 @@ type Spec struct {
 	// /dev/null, directories an empty read-only tmpfs), e.g. [RootOnly]
 	// of /etc for a program that runs as uid 0. Each must exist.
 	Masked []string
+	// Hidden are the paths of sbx run --mask (see [Hidden]); HiddenFile
+	// is the host's empty file of mode 0000 mounted over masked files.
+	Hidden     []Hidden
+	HiddenFile string
 	// HostNetwork shares the host's network namespace instead of an
 	// empty one, and leaves TCP out of the Landlock policy (sbx run --net
 	// host: no network isolation at all).
@@ -100,16 +105,14 @@ type Spec struct {
 	// cgroup2 mount) to create in a subtree delegated to the user; empty
 	// means there is none, and Limits are applied as rlimits instead.
 	Cgroup string
-	// ShimConfig is passed to the shim inside the sandbox (see [ShimConfig]).
+	// Shim is passed to the shim inside the sandbox (see [ShimConfig]).
 	Shim ShimConfig
 }
-
-var validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 // ValidID reports whether id can name a sandbox: it becomes a directory name,
 // so it is rejected, never sanitized.
 func ValidID(id string) error {
-	if !validName.MatchString(id) || id == "." || id == ".." {
+	if !runid.Valid(id) {
 		return fmt.Errorf("invalid sandbox id %q: must match ^[A-Za-z0-9._-]+$ and not be . or ..", id)
 	}
 	return nil

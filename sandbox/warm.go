@@ -1,11 +1,12 @@
 package sandbox
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/opencontainers/cgroups"
 )
 
 // warmCgroupAttach makes the sandbox's cgroup attach cheaper by starting,
@@ -46,20 +47,11 @@ func warmCgroupAttach() {
 // ownCgroupProcs returns cgroup.procs of the cgroup2 cgroup this process is
 // in (the "0::" line of /proc/self/cgroup), if cgroup2 is mounted.
 func ownCgroupProcs() (string, bool) {
-	f, err := os.Open("/proc/self/cgroup")
+	self, err := cgroups.ParseCgroupFile("/proc/self/cgroup")
 	if err != nil {
 		return "", false
 	}
-	defer f.Close()
-	rel := ""
-	found := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if p, ok := strings.CutPrefix(sc.Text(), "0::"); ok {
-			rel, found = p, true
-			break
-		}
-	}
+	rel, found := self[""]
 	if !found || !strings.HasPrefix(rel, "/") || strings.Contains(rel, "(deleted)") {
 		return "", false
 	}

@@ -89,8 +89,8 @@ func (wt *watcher) close() {
 }
 
 // runWatch is the watcher process: it reads stdin until EOF, then ends
-// what it was told to watch.
-func runWatch() int {
+// what it was told to watch. Its process then exits 0.
+func runWatch() {
 	var pidfds []int
 	var cgroups []string
 	var grace time.Duration
@@ -99,7 +99,7 @@ func runWatch() int {
 		kind, arg, _ := strings.Cut(sc.Text(), " ")
 		switch kind {
 		case "done":
-			return 0 // sbx tore the sandbox down itself
+			return // sbx tore the sandbox down itself
 		case "grace":
 			if d, err := time.ParseDuration(arg); err == nil && d >= 0 && d < time.Second {
 				grace = d
@@ -125,7 +125,6 @@ func runWatch() int {
 	for _, d := range cgroups {
 		killCgroup(d)
 	}
-	return 0
 }
 
 // killCgroup kills every process in the cgroup dir d (cgroup.kill where the

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+
+	"github.com/sbx-sandbox/sbx/internal/runid"
 )
 
 // Copy-back is bounded, so that a sandbox cannot fill the host disk or
@@ -491,7 +493,7 @@ func Recover(stateDir string, warn io.Writer) error {
 	ids := map[string]bool{}
 	for _, ent := range ents {
 		name := ent.Name()
-		if id, ok := strings.CutSuffix(name, ".json.tmp"); ok && validRunID(id) {
+		if id, ok := strings.CutSuffix(name, ".json.tmp"); ok && runid.Valid(id) {
 			// A manifest write cut short by a kill; its run's lock
 			// tells whether the writer is alive.
 			if f, held, _ := tryLock(lockPath(stateDir, id)); !held {
@@ -515,7 +517,7 @@ func Recover(stateDir string, warn io.Writer) error {
 			continue
 		}
 		for _, sfx := range []string{".lock", ".json"} {
-			if id, ok := strings.CutSuffix(name, sfx); ok && validRunID(id) && !strings.HasPrefix(id, ".") {
+			if id, ok := strings.CutSuffix(name, sfx); ok && runid.Valid(id) && !strings.HasPrefix(id, ".") {
 				ids[id] = true
 			}
 		}
@@ -580,7 +582,7 @@ func Pending(stateDir, home string) bool {
 	}
 	for _, ent := range ents {
 		id, ok := strings.CutSuffix(ent.Name(), ".json")
-		if !ok || !validRunID(id) {
+		if !ok || !runid.Valid(id) {
 			continue
 		}
 		if m, err := readManifest(stateDir, id); err == nil && m.SandboxHome == home {

@@ -1,21 +1,21 @@
 package stage
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
 
-	"golang.org/x/sys/unix"
+	"github.com/sbx-sandbox/sbx/internal/lockfile"
+
+	"github.com/sbx-sandbox/sbx/internal/runid"
 )
 
 // manifestVersion is bumped when the manifest format changes incompatibly.
@@ -84,23 +84,6 @@ func (e *entry) wants(rel string) bool {
 	return rel == e.Name
 }
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-
-// validRunID reports whether id can name a directory: ^[A-Za-z0-9._-]+$
-// and neither "." nor "..".
-func validRunID(id string) bool {
-	return runIDPattern.MatchString(id) && id != "." && id != ".."
-}
-
-// NewRunID returns 16 random hex digits.
-func NewRunID() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("generate run id: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
-
 func lockPath(stateDir, id string) string     { return filepath.Join(stateDir, id+".lock") }
 func manifestPath(stateDir, id string) string { return filepath.Join(stateDir, id+".json") }
 
@@ -113,26 +96,11 @@ func createLock(stateDir, id string) (*os.File, error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir %s: %w", stateDir, err)
 	}
-	sfx, err := NewRunID()
+	f, err := lockfile.Publish(lockPath(stateDir, id), []byte(strconv.Itoa(os.Getpid())+"\n"))
+	if errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("run id %s is already in use", id)
+	}
 	if err != nil {
-		return nil, err
-	}
-	tmp := filepath.Join(stateDir, "."+id+".lock.tmp-"+sfx)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("create lock file: %w", err)
-	}
-	defer os.Remove(tmp)
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", tmp, err)
-	}
-	fmt.Fprintf(f, "%d\n", os.Getpid())
-	if err := os.Link(tmp, lockPath(stateDir, id)); err != nil {
-		f.Close()
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("run id %s is already in use", id)
-		}
 		return nil, fmt.Errorf("create lock file: %w", err)
 	}
 	return f, nil
@@ -141,23 +109,7 @@ func createLock(stateDir, id string) (*os.File, error) {
 // tryLock opens and locks an existing lock file without waiting. held
 // reports that another open file holds the lock (its run is alive); a
 // missing file gives (nil, false, nil).
-func tryLock(p string) (f *os.File, held bool, err error) {
-	f, err = os.OpenFile(p, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("open lock %s: %w", p, err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, true, nil
-		}
-		return nil, false, fmt.Errorf("lock %s: %w", p, err)
-	}
-	return f, false, nil
-}
+func tryLock(p string) (f *os.File, held bool, err error) { return lockfile.TryOpen(p) }
 
 // writeManifest replaces stateDir/<id>.json atomically (temp file, fsync,
 // rename, fsync of the directory).
@@ -201,7 +153,7 @@ func readManifest(stateDir, id string) (*manifest, error) {
 	if m.Version != manifestVersion {
 		return nil, &staleError{path: manifestPath(stateDir, id), version: m.Version}
 	}
-	if m.RunID != id || !validRunID(m.RunID) || !filepath.IsAbs(m.SandboxHome) {
+	if m.RunID != id || !runid.Valid(m.RunID) || !filepath.IsAbs(m.SandboxHome) {
 		return nil, fmt.Errorf("manifest %s: inconsistent run id or sandbox home", manifestPath(stateDir, id))
 	}
 	return &m, nil

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
 )
 
 // expandHome expands a leading "~" or "~/" with home; "~user" forms are not
@@ -83,7 +85,7 @@ func resolveRoots(raw []string) (roots, dropped []string) {
 // under reports whether the resolved path p is one of roots or beneath one.
 func under(p string, roots []string) bool {
 	for _, r := range roots {
-		if p == r || strings.HasPrefix(p, r+"/") {
+		if hostfs.Within(p, r) {
 			return true
 		}
 	}
@@ -139,7 +141,7 @@ func resolveIn(p string, trees []string) (string, error) {
 			dest = filepath.Join(cur, t)
 		}
 		for _, w := range trees {
-			if w != "" && within(next, w) && next != w && !within(filepath.Clean(dest), w) {
+			if w != "" && hostfs.Within(next, w) && next != w && !hostfs.Within(filepath.Clean(dest), w) {
 				return "", skipf("%s is a symlink inside %s, which a sandbox can write, and leads out of it", next, w)
 			}
 		}

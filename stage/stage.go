@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+
+	"github.com/sbx-sandbox/sbx/internal/runid"
 )
 
 const (
@@ -48,7 +50,7 @@ type Options struct {
 	// writes to. Prepare refuses a StateDir inside SandboxHome.
 	StateDir string
 	// RunID names the run's staging dir; ^[A-Za-z0-9._-]+$. "" draws one
-	// (NewRunID).
+	// (runid.New).
 	RunID string
 	// Roots are the allowed roots; nil means DefaultRoots. Each is resolved
 	// (symlinks); missing ones and "/" are dropped.
@@ -96,17 +98,17 @@ func (o *Options) normalize() error {
 	if o.HostHome != "" {
 		o.HostHome = filepath.Clean(o.HostHome)
 	}
-	if within(o.StateDir, o.SandboxHome) || within(hostfs.ResolvePrefix(o.StateDir), hostfs.ResolvePrefix(o.SandboxHome)) {
+	if hostfs.Within(o.StateDir, o.SandboxHome) || hostfs.Within(hostfs.ResolvePrefix(o.StateDir), hostfs.ResolvePrefix(o.SandboxHome)) {
 		return fmt.Errorf("stage: state dir %s is inside the sandbox home %s (the sandbox could forge manifests)", o.StateDir, o.SandboxHome)
 	}
 	if o.RunID == "" {
-		id, err := NewRunID()
+		id, err := runid.New()
 		if err != nil {
 			return err
 		}
 		o.RunID = id
 	}
-	if !validRunID(o.RunID) {
+	if !runid.Valid(o.RunID) {
 		return fmt.Errorf("stage: invalid run id %q (want ^[A-Za-z0-9._-]+$, not . or ..)", o.RunID)
 	}
 	if o.Warn == nil {
@@ -114,8 +116,6 @@ func (o *Options) normalize() error {
 	}
 	return nil
 }
-
-func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 // Plan is the result of Prepare: the rewritten argv and what Finish must
 // copy back. Its methods are safe for concurrent use.

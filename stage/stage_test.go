@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/internal/runid"
 )
 
 func TestPrepare(t *testing.T) {
@@ -499,7 +501,7 @@ func TestRunIDGenerated(t *testing.T) {
 	}
 	defer p.Finish()
 	id := filepath.Base(p.RunDir())
-	if len(id) != 16 || !validRunID(id) || !strings.Contains(p.Argv()[2], "/.sbx-staging/"+id+"/a.mjs") {
+	if len(id) != 16 || !runid.Valid(id) || !strings.Contains(p.Argv()[2], "/.sbx-staging/"+id+"/a.mjs") {
 		t.Errorf("run id %q, argv %q", id, p.Argv())
 	}
 }

@@ -143,7 +143,8 @@ func setupAsUser(name string) (func(), error) {
 	// The dirs sbx would create itself (its state dir and the run dirs
 	// below it), made now so that the run watcher can watch them.
 	for _, d := range []string{m.runDir, filepath.Join(m.runDir, "sbx"), filepath.Join(m.runDir, "sbx", "run")} {
-		if err := os.MkdirAll(d, 0o700); err == nil {
+		err := os.MkdirAll(d, 0o700)
+		if err == nil {
 			err = os.Chown(d, u.uid, u.gid)
 		}
 		if err != nil {
@@ -260,9 +261,9 @@ type rootTier struct {
 }
 
 var rootTiers = map[string]rootTier{
-	"bpf-report":  {"cgroup bpf", "denial lines/--violations need the BPF wall"},
-	"bpf-wall":    {"cgroup bpf", "the netwall sabotage takes the sandbox out of the BPF wall (rootless, the net canary proves seccomp's refusal, which the sbxtest build cannot break)"},
-	"bpf-lsm":     {"bpf lsm", "--policy bpf needs the BPF LSM"},
+	"bpf-report": {"cgroup bpf", "denial lines/--violations need the BPF wall"},
+	"bpf-wall":   {"cgroup bpf", "the netwall sabotage takes the sandbox out of the BPF wall (rootless, the net canary proves seccomp's refusal, which the sbxtest build cannot break)"},
+	"bpf-lsm":    {"bpf lsm", "--policy bpf needs the BPF LSM"},
 }
 
 // hasRootTier reports whether the tier applies to the runs of the tests:

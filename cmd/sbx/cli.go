@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,17 +30,23 @@ Usage:
   sbx run [flags] -- CMD [ARGS...]   run CMD in a new sandbox
   sbx exec [--request FILE]          run one JSON request, print a JSON result
   sbx doctor                         check what this host can enforce
+  sbx profile list|show NAME         print the profiles sbx run applies
   sbx version                        print the version
   sbx help [COMMAND]                 show help
 
 Run "sbx run --help" for the flags of run.
+
+Exit status of sbx's own: 125 when the command line is wrong (no command,
+an unknown command or flag, a bad value) or sbx failed; "sbx help" and
+--help exit 0. "sbx run" exits with the program's status otherwise.
 `
 
 // sbxMain runs the CLI and returns the process's exit status.
 func sbxMain(args []string, s streams) int {
 	if len(args) == 0 {
+		// A usage error like any other (125), with the usage to fix it.
 		fmt.Fprint(s.err, usage)
-		return 2
+		return exitSbxError
 	}
 	switch args[0] {
 	case "run":
@@ -50,6 +55,8 @@ func sbxMain(args []string, s streams) int {
 		return cmdExec(args[1:], s)
 	case "doctor":
 		return cmdDoctor(args[1:], s)
+	case "profile":
+		return cmdProfile(args[1:], s)
 	case docsCommand:
 		return cmdDocs(args[1:], s)
 	case "version", "--version", "-version":
@@ -64,6 +71,12 @@ func sbxMain(args []string, s streams) int {
 				return cmdExec([]string{"--help"}, s)
 			case "doctor":
 				return cmdDoctor([]string{"--help"}, s)
+			case "profile":
+				return cmdProfile([]string{"--help"}, s)
+			case "version", "help":
+			default:
+				fmt.Fprintf(s.err, "sbx: help: unknown command %q (see sbx --help)\n", args[1])
+				return exitSbxError
 			}
 		}
 		fmt.Fprint(s.out, usage)
@@ -73,10 +86,6 @@ func sbxMain(args []string, s streams) int {
 		return exitSbxError
 	}
 }
-
-// errUsage marks errors in the command line: they are reported with a hint
-// to --help.
-var errUsage = errors.New("usage")
 
 // fail prints err as one sbx line and returns the sbx error status.
 func fail(s streams, err error) int {
@@ -101,7 +110,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // newFlagSet returns a flag set that reports errors through sbx's channel
 // instead of printing and exiting.
-func newFlagSet(name string, s streams) *flag.FlagSet {
+func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if flagSetCreated != nil {

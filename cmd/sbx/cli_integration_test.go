@@ -13,7 +13,9 @@ import (
 
 // runFlags are the flags of "sbx run" that the help must explain.
 var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net",
-	"no-discover", "publish"}
+	"no-discover", "publish",
+	// profiles, config, settings, masks (#18, #20)
+	"profile", "no-profile", "settings", "mask", "protect", "quiet"}
 
 func TestVersion(t *testing.T) {
 	b := newBox(t)
@@ -92,6 +94,7 @@ func TestDocumentedFlagsParse(t *testing.T) {
 		"memory": {"64m"}, "cpus": {"0.5"}, "pids": {"10"}, "timeout": {"1s"}, "tty": {"never"},
 		"policy": {"auto"}, "violations": {filepath.Join(b.tempDir(), "v.jsonl")},
 		"allow-host": {"api.example.com"}, "net": {"loopback"}, "publish": {"8080"},
+		"profile": {"claude"}, "settings": {"s.json"}, "mask": {".env"}, "protect": {".env"},
 	}
 	for _, f := range runFlags {
 		dash := "--"
@@ -217,7 +220,7 @@ func TestSetupErrors(t *testing.T) {
 		args []string
 		want string // in the error line
 	}{
-		{"unknown flag", []string{"run", "--bogus", "--", "true"}, "flag provided but not defined: -bogus"},
+		{"unknown flag", []string{"run", "--bogus", "--", "true"}, "unknown flag --bogus"},
 		{"bad --memory", []string{"run", "--memory", "lots", "--", "true"}, `--memory "lots"`},
 		{"tiny --memory", []string{"run", "--memory", "1k", "--", "true"}, "below the 4 MiB minimum"},
 		{"bad --cpus", []string{"run", "--cpus", "0", "--", "true"}, "--cpus"},
@@ -225,7 +228,7 @@ func TestSetupErrors(t *testing.T) {
 		{"too few --pids", []string{"run", "--pids", "11", "--", "true"}, "--pids 11: want a count from 16 to 4194304"},
 		{"too many --pids", []string{"run", "--pids", "99999999", "--", "true"}, "want a count from 16"},
 		{"tiny --cpus", []string{"run", "--cpus", "0.001", "--", "true"}, "--cpus 0.001: want a number of cores from 0.01 to 1024"},
-		{"bad --timeout", []string{"run", "--timeout", "soon", "--", "true"}, "-timeout"},
+		{"bad --timeout", []string{"run", "--timeout", "soon", "--", "true"}, `--timeout: "soon" is not a duration (e.g. 10s, 2m)`},
 		{"negative --timeout", []string{"run", "--timeout", "-1s", "--", "true"}, "--timeout"},
 		{"bad --tty", []string{"run", "--tty", "sometimes", "--", "true"}, "--tty"},
 		{"--tty always without a terminal", []string{"run", "--tty", "always", "--", "true"}, "terminal"},

@@ -173,3 +173,21 @@ func TestManPageRenders(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryFlagHasUsage: every flag each command registers carries its
+// help entry in its usage string (a second name such as -w shares its
+// flag's), so the generated Flags section cannot leave one out.
+func TestEveryFlagHasUsage(t *testing.T) {
+	for _, name := range []string{"run", "exec"} {
+		var sets []*flag.FlagSet
+		flagSetCreated = func(fs *flag.FlagSet) { sets = append(sets, fs) }
+		code := sbxMain([]string{"help", name}, streams{out: io.Discard, err: io.Discard})
+		flagSetCreated = nil
+		if code != 0 || len(sets) != 1 {
+			t.Fatalf("sbx help %s: exit %d, %d flag sets", name, code, len(sets))
+		}
+		if _, err := flagEntries(sets[0]); err != nil {
+			t.Errorf("sbx %s: %v", name, err)
+		}
+	}
+}

@@ -12,47 +12,25 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-var (
-	testBinOnce sync.Once
-	testBinPath string
-	testBinErr  error
-)
-
-// testBin builds sbx with the sbxtest tag once per test binary (test
-// hooks: SBX_TEST_SABOTAGE, SBX_TEST_HOSTS).
+// testBin is sbx built with the sbxtest tag (test hooks:
+// SBX_TEST_SABOTAGE, SBX_TEST_HOSTS, the protect swap), once per test
+// binary.
 func testBin(t *testing.T) string {
 	t.Helper()
-	testBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sbx-it-sbxtest-")
-		if err != nil {
-			testBinErr = err
-			return
-		}
-		if rootless() {
-			if testBinErr = os.Chmod(dir, 0o755); testBinErr != nil {
-				return
-			}
-		}
-		testBinPath = filepath.Join(dir, "sbx")
-		if out, err := execCombined("go", "build", "-tags", "seccomp,sbxtest", "-o", testBinPath, "."); err != nil {
-			testBinErr = fmt.Errorf("build sbx -tags seccomp,sbxtest: %v\n%s", err, out)
-		}
-	})
-	if testBinErr != nil {
-		t.Fatal(testBinErr)
+	bin, err := buildSbx("seccomp,sbxtest")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return testBinPath
+	return bin
 }
 
 // upstream is an HTTP server on the host's loopback that counts its open
@@ -322,12 +300,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// execCombined runs name with args in the package directory and returns
-// its combined output.
-func execCombined(name string, args ...string) ([]byte, error) {
-	return exec.Command(name, args...).CombinedOutput()
 }
 
 // TestNetHost: --net host shares the host's network (a loudly announced

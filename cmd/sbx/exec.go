@@ -16,7 +16,7 @@ import (
 	"github.com/sbx-sandbox/sbx/runner"
 )
 
-const execUsage = `Usage: sbx exec [--request FILE] < request.json
+const execUsageText = `Usage: sbx exec [--request FILE] < request.json
 
 Runs one command described by a JSON request and writes one JSON result on
 stdout (nothing else is written there). This is the native form of the
@@ -31,7 +31,7 @@ Request (JSON Schema: gate/request.schema.json):
    "allowShell": false, "confirmShell": false,  sh/bash/... need both
    "timeoutMs": 120000,              optional, at most 120000
    "stage": false}                   stage host paths named in the command
-                                     (an agent's --session, ...): off unless true
+                                     (an agent's --session ...): off unless true
 
 Result (JSON Schema: gate/result.schema.json):
   {"status": "exited"|"timed_out"|"failed"|"rejected"|"cancelled",
@@ -46,27 +46,28 @@ stderr (concatenated, not interleaved), escapes stripped, control characters
 replaced, at most 12,000 bytes (the tail, with a truncation notice).
 SIGINT/SIGTERM cancel the run; a result with status "cancelled" is still
 written. Exit status: 0 when a result was written, 125 otherwise.
-
-Flags:
-  --request FILE   read the request from FILE instead of stdin
 `
 
+// execUsage is exec's --help: its text and a Flags section generated from
+// its flag set.
+func execUsage(fs *flag.FlagSet) string { return execUsageText + "\n" + flagHelp(fs) }
+
 func cmdExec(args []string, s streams) int {
-	fs := newFlagSet("exec", s)
+	fs := newFlagSet("exec")
 	var reqFile string
 	var help bool
-	fs.StringVar(&reqFile, "request", "", "")
+	fs.StringVar(&reqFile, "request", "", "`FILE` read the request from FILE instead of stdin")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(s.out, execUsage)
+			fmt.Fprint(s.out, execUsage(fs))
 			return 0
 		}
-		return fail(s, fmt.Errorf("exec: %v (see sbx exec --help)", err))
+		return fail(s, fmt.Errorf("exec: %w (see sbx exec --help)", flagError(fs, err)))
 	}
 	if help {
-		fmt.Fprint(s.out, execUsage)
+		fmt.Fprint(s.out, execUsage(fs))
 		return 0
 	}
 	if fs.NArg() > 0 {

@@ -79,20 +79,14 @@ func testMain(m *testing.M) int {
 		}
 		sbxBin = abs
 	} else {
-		dir, err := os.MkdirTemp("", "sbx-it-bin-")
+		bin, err := buildSbx("seccomp")
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "create build dir: %v\n", err)
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
-		sbxBin = filepath.Join(dir, "sbx")
-		build := exec.Command("go", "build", "-tags", "seccomp", "-o", sbxBin, ".")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "build sbx: %v\n", err)
-			return 1
-		}
+		sbxBin = bin
 	}
+	defer removeBuilds()
 	defer removeTestUserBins()
 	if name := os.Getenv(asUserEnv); name != "" {
 		cleanup, err := setupAsUser(name)
@@ -127,6 +121,52 @@ func testMain(m *testing.M) int {
 	return code
 }
 
+// builds are the binaries buildSbx made, by build tags.
+var builds struct {
+	sync.Mutex
+	bins map[string]string
+	dirs []string
+}
+
+// buildSbx builds this package's sbx with the build tags once per test
+// binary (later calls return the same path) into a directory of its own
+// that every user may search, so the rootless and as-user modes' user can
+// run it too. removeBuilds, deferred by TestMain, removes them.
+func buildSbx(tags string) (string, error) {
+	builds.Lock()
+	defer builds.Unlock()
+	if bin, ok := builds.bins[tags]; ok {
+		return bin, nil
+	}
+	dir, err := os.MkdirTemp("", "sbx-it-bin-")
+	if err != nil {
+		return "", fmt.Errorf("build sbx -tags %s: %w", tags, err)
+	}
+	builds.dirs = append(builds.dirs, dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", fmt.Errorf("build sbx -tags %s: %w", tags, err)
+	}
+	bin := filepath.Join(dir, "sbx")
+	if out, err := exec.Command("go", "build", "-tags", tags, "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build sbx -tags %s: %v\n%s", tags, err, out)
+	}
+	if builds.bins == nil {
+		builds.bins = map[string]string{}
+	}
+	builds.bins[tags] = bin
+	return bin, nil
+}
+
+// removeBuilds removes what buildSbx built.
+func removeBuilds() {
+	builds.Lock()
+	defer builds.Unlock()
+	for _, d := range builds.dirs {
+		_ = os.RemoveAll(d)
+	}
+	builds.bins, builds.dirs = nil, nil
+}
+
 // requireRoot skips t when the tests do not run as root: sbx run needs
 // root for namespaces, cgroups and BPF.
 func requireRoot(t *testing.T) {
@@ -159,6 +199,57 @@ type box struct {
 	t    *testing.T
 	ws   string // workspace and default cwd
 	data string // XDG_DATA_HOME of sbx
+	// user, when set (newUserBox), runs every process of the box as that
+	// ordinary user, with runDir as its XDG_RUNTIME_DIR (so its state dir
+	// is the box's own) and a user's fixed environment; the leftovers
+	// check is then assertClean's. Otherwise the box runs as root, or as
+	// the as-user mode's user (SBX_TEST_AS_USER) when that is on.
+	user   *testUser
+	runDir string
+}
+
+// newUserBox is a box whose processes run as u (see box.user): a
+// workspace, a data home and a runtime dir owned by u, in directories u
+// may search.
+func newUserBox(t *testing.T, u *testUser) *box {
+	t.Helper()
+	b := &box{t: t, ws: t.TempDir(), data: t.TempDir(), runDir: t.TempDir(), user: u}
+	for _, d := range []string{filepath.Dir(b.ws), filepath.Dir(b.data), filepath.Dir(b.runDir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{b.ws, b.data, b.runDir} {
+		if err := os.Chown(d, u.uid, u.gid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+// stateDir is where sbx keeps the state of a user box's runs.
+func (b *box) stateDir() string { return filepath.Join(b.runDir, "sbx") }
+
+// assertClean checks that a user box's state dir holds no run, no
+// libcontainer state and no staging manifest, and that no process of the
+// sandbox is left (they would run in the box's workspace).
+func (b *box) assertClean() {
+	b.t.Helper()
+	for _, sub := range []string{"run", "lc"} {
+		entries, _ := os.ReadDir(filepath.Join(b.stateDir(), sub))
+		for _, e := range entries {
+			b.t.Errorf("left behind in the state dir: %s", filepath.Join(b.stateDir(), sub, e.Name()))
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cwd")
+	for _, p := range procs {
+		if cwd, err := os.Readlink(p); err == nil && (cwd == b.ws || strings.HasPrefix(cwd, b.ws+"/")) {
+			b.t.Errorf("process %s outlived sbx (cwd %s)", filepath.Base(filepath.Dir(p)), cwd)
+		}
+	}
 }
 
 // newBox skips t unless root and marks it parallel.
@@ -223,6 +314,16 @@ type opts struct {
 // variables and with the box's XDG_DATA_HOME, changed by extra (NAME=VALUE
 // sets, a bare NAME unsets).
 func (b *box) environ(extra []string) []string {
+	if b.user != nil {
+		return append([]string{
+			"PATH=/usr/local/bin:/usr/bin:/bin",
+			"HOME=" + b.user.home,
+			"USER=" + b.user.name,
+			"LANG=C.UTF-8",
+			"XDG_DATA_HOME=" + b.data,
+			"XDG_RUNTIME_DIR=" + b.runDir,
+		}, extra...)
+	}
 	drop := map[string]bool{"SUDO_UID": true, "SUDO_GID": true, "SUDO_USER": true, "SUDO_COMMAND": true, "XDG_DATA_HOME": true}
 	var set []string
 	for _, kv := range append([]string{"XDG_DATA_HOME=" + b.data}, extra...) {
@@ -297,7 +398,7 @@ func (b *box) host(o opts, name string, args ...string) result {
 func (b *box) command(ctx context.Context, o opts, name string, args ...string) *exec.Cmd {
 	env := b.environ(o.env)
 	path := name
-	if rootless() {
+	if rootless() || b.user != nil {
 		// Found on the user's PATH, not the test's.
 		path = lookPathIn(name, env)
 	}
@@ -310,7 +411,10 @@ func (b *box) command(ctx context.Context, o opts, name string, args ...string) 
 	cmd.Env = env
 	cmd.Stdin = o.stdin
 	cmd.ExtraFiles = o.extraFiles
-	if rootless() {
+	switch {
+	case b.user != nil:
+		cmd.SysProcAttr = b.user.credential()
+	case rootless():
 		cmd.SysProcAttr = asUser.credential()
 	}
 	return cmd
@@ -379,7 +483,11 @@ type proc struct {
 // start starts the sbx binary with args.
 func (b *box) start(o opts, args ...string) *proc {
 	b.t.Helper()
-	p := b.startCmd(o, sbxBin, args...)
+	bin := sbxBin
+	if b.user != nil {
+		bin = b.user.bin
+	}
+	p := b.startCmd(o, bin, args...)
 	p.sbxRun = runsProgram(args)
 	p.ownNoteCheck = len(args) > 0 && args[0] == "exec"
 	return p
@@ -540,6 +648,11 @@ func (p *proc) wait() result {
 	}
 	if r.code < 0 {
 		p.b.t.Fatalf("%q: %v", p.cmd.Args, err)
+	}
+	if p.b.user != nil {
+		// The box's own state dir, which the run watcher does not see.
+		p.b.assertClean()
+		return r
 	}
 	if rootless() {
 		r.stderr, r.notes = dropLimitsNotes(r.stderr)

@@ -74,7 +74,7 @@ func (p *fakeProvider) requests() []string {
 
 // piPrompt runs pi in the sandbox with sbxArgs, sends one prompt and reads
 // events until the agent ends (or piReplyTimeout), then closes stdin.
-func piPrompt(t *testing.T, e *egressBox, prefix string, sbxArgs []string, prompt string) (result, []map[string]any) {
+func piPrompt(t *testing.T, e *egressBox, prefix string, sbxArgs []string, prompt string, extraEnv ...string) (result, []map[string]any) {
 	t.Helper()
 	_, path := piBin(prefix)
 	args := append([]string{"run", "--ro", prefix, "--env", "PATH=" + path}, sbxArgs...)
@@ -85,7 +85,7 @@ func piPrompt(t *testing.T, e *egressBox, prefix string, sbxArgs []string, promp
 	}
 	defer pr.Close()
 	defer pw.Close()
-	p := e.startCmd(opts{stdin: pr, env: []string{"SBX_TEST_HOSTS=" + e.hosts}}, e.bin, args...)
+	p := e.startCmd(opts{stdin: pr, env: append([]string{"SBX_TEST_HOSTS=" + e.hosts}, extraEnv...)}, e.bin, args...)
 	p.sbxRun = true
 	cmd, _ := json.Marshal(map[string]any{"id": "p1", "type": "prompt", "message": prompt})
 	if _, err := pw.Write(append(cmd, '\n')); err != nil {

@@ -1024,22 +1024,12 @@ func TestPolicyHostUnaffected(t *testing.T) {
 	}
 }
 
-// sabotagedBin builds sbx with the sbxtest tag (SBX_TEST_SABOTAGE hooks).
-func sabotagedBin(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "sbx-sbxtest")
-	if out, err := exec.Command("go", "build", "-tags", "seccomp,sbxtest", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build sbx -tags seccomp,sbxtest: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestCanarySabotage: a test build that breaks the network wall or the
 // Landlock policy on purpose exits 125 naming the protection, and the
 // program never runs; without sabotage the same binary runs it.
 func TestCanarySabotage(t *testing.T) {
 	b := newBox(t)
-	bin := sabotagedBin(t, b.tempDir())
+	bin := testBin(t)
 	for _, tc := range []struct {
 		sabotage string
 		mention  []string
@@ -1111,7 +1101,7 @@ func TestDoctorCanaryRun(t *testing.T) {
 	if rootless() {
 		t.Skip("the sabotaged build is exercised as root (the rootless canary run is TestRootlessDoctor's)")
 	}
-	bin := sabotagedBin(t, b.tempDir())
+	bin := testBin(t)
 	for _, sabotage := range []string{"landlock", ""} {
 		p := b.startCmd(opts{env: []string{"SBX_TEST_SABOTAGE=" + sabotage}}, bin, "doctor")
 		r := p.wait()

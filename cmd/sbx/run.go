@@ -16,7 +16,7 @@ import (
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
-const runUsage = `Usage: sbx run [flags] -- CMD [ARGS...]
+const runUsageHead = `Usage: sbx run [flags] -- CMD [ARGS...]
 
 Runs CMD (looked up on PATH inside the sandbox, no shell in between) in a new
 sandbox and exits with its status.
@@ -37,71 +37,21 @@ seccomp in place of the BPF tiers (no denial reports from the wall), and
 limits as cgroups only where a cgroup2 subtree is delegated to you (else as
 rlimits, with a note; explicit --memory/--cpus/--pids then refuse to run).
 See sbx doctor.
+`
 
-Flags:
-  --workspace DIR   directory to work in (default: the current directory);
-                    the program starts in the current directory if it lies
-                    inside the workspace, else at the workspace root
-  -w, --write       make the workspace writable, except the entries that run
-                    later outside the sandbox, which stay read-only: .git,
-                    .gitmodules, .sbx*, .envrc, .vscode, .idea, .mcp.json,
-                    shell rc files (open one with --rw PATH, e.g. --rw .git
-                    to commit from inside)
-  --ro PATH         also show PATH read-only at its own path (repeatable)
-  --rw PATH         also show PATH read-write at its own path (repeatable); a
-                    single file below your home is copied in and back (so a
-                    save by rename works), one in the writable workspace is
-                    the workspace's own
-  --home DIR|tmp    host directory behind $HOME (default:
-                    ${XDG_DATA_HOME:-~/.local/share}/sbx/home); "tmp" for a
-                    throwaway home removed after the run
-  --env NAME        pass the host's NAME through (repeatable)
-  --env NAME=VALUE  set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG,
-                    LC_*, TZ and SBX=1 are set otherwise (and, without
-                    --allow-host, npm_config_fetch_retries=0: npm fails at
-                    once instead of retrying for 70 s)
-  --memory SIZE     memory limit, e.g. 512m, 2g (default 512m); exceeding it
-                    kills the program
-  --cpus N          CPU limit in cores (default 1)
-  --pids N          process limit (default 256); fork fails beyond it
-  --timeout DUR     kill the whole sandbox after DUR (e.g. 30s, 5m); status 124
-  --tty MODE        auto|always|never: give the program its own pty
-                    (auto: when stdin and stdout are terminals)
-  --policy TIER     file tier to demand: auto (every tier the kernel has:
-                    BPF LSM and/or Landlock; refuse to run with none),
-                    landlock, or bpf; a demanded tier that is missing makes
-                    sbx exit 125
-  --allow-host HOST[:PORT]
-                    let the program reach HOST (port 443 unless given) through
-                    sbx's HTTP proxy (repeatable). HOST is a name, *.DOMAIN
-                    for its subdomains (not DOMAIN itself), or an IP address
-                    ([::1]:8080). HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY
-                    (both cases) and NODE_USE_ENV_PROXY=1 are set; names that
-                    resolve to loopback, private or link-local addresses are
-                    refused unless that address is allowed itself
-  --net MODE        loopback (default): the sandbox's own loopback (127.0.0.1,
-                    ::1: servers and clients of the program itself, not this
-                    machine's) and the --allow-host destinations; every
-                    other destination is refused and reported. none: no inet
-                    socket at all but the --allow-host proxy's. host: share
-                    the host's network. WARNING: with host the program can
-                    reach everything this machine can (your LAN, local
-                    services, cloud metadata): no isolation
-  --publish [ADDR:]PORT[:SANDBOX_PORT]
-                    forward this machine's ADDR:PORT (ADDR 127.0.0.1 unless
-                    given, [::1] in brackets) to the sandbox's loopback at
-                    SANDBOX_PORT (PORT unless given), as docker run -p:
-                    a dev server or a login callback the program serves
-                    (repeatable; --net loopback only)
-  --no-discover     do not show a command that is missing in the sandbox
-                    but installed on the host (nvm, npm --prefix,
-                    ~/.local/bin, ~/.bun/bin): by default sbx shows its
-                    installation read-only and says so
-  --violations FILE append every denied operation to FILE as a JSON line
-                    (time, pid, comm, op, target, errno, tier); denials are
-                    also summarized on stderr as "sbx: denied ..." lines
+// hostDefaults is the line of run's --help with this host's default limits.
+func hostDefaults() string {
+	return fmt.Sprintf("Default limits on this host: --memory %s --cpus %s --pids %d (sbx exec: 512m,\n1 CPU, 256, 120 s).\n", formatSize(hostMemory()), strconv.FormatFloat(hostCPUs(), 'g', -1, 64), runDefaultPids)
+}
 
-Exit status: the program's own; 128+N if it died of signal N; 124 on timeout;
+// runUsageProfiles says where the flags' values come from besides the
+// command line (issues 18, 20).
+const runUsageProfiles = `Precedence: flags, then the profile (and its settings files), then the
+[defaults] of ${XDG_CONFIG_HOME:-~/.config}/sbx/config.toml (never one inside
+the workspace), then the built-in defaults. Lists add up across them.
+`
+
+const runUsageTail = `Exit status: the program's own; 128+N if it died of signal N; 124 on timeout;
 126 if CMD is not executable; 127 if it is not found; 125 if sbx itself failed
 (the program did not run), or if the program exited 0 but staged session files
 could not all be copied back (they stay in the sandbox home; later runs retry).
@@ -109,14 +59,20 @@ Signals sent to sbx (INT, TERM, HUP, QUIT, USR1, USR2, WINCH) are forwarded;
 if sbx dies, every process of the sandbox dies with it.
 `
 
+// runUsage is run's --help: the text around a Flags section generated
+// from its flag set.
+func runUsage(fs *flag.FlagSet) string {
+	return runUsageHead + "\n" + flagHelp(fs) + "\n" + hostDefaults() + runUsageProfiles + "\n" + runUsageTail
+}
+
 func cmdRun(args []string, s streams) int {
-	fs := newFlagSet("run", s)
+	fs := newFlagSet("run")
 	var (
 		o           runner.Options
 		ro, rw, env listFlag
-		memory            = "512m"
-		cpus              = runner.DefaultCPUs
-		pids        int64 = runner.DefaultPids
+		memory            = formatSize(hostMemory())
+		cpus              = hostCPUs()
+		pids        int64 = runDefaultPids
 		tty               = "auto"
 		policy            = "auto"
 		violations  string
@@ -125,41 +81,51 @@ func cmdRun(args []string, s streams) int {
 		netMode     = "loopback"
 		help        bool
 	)
-	fs.StringVar(&o.Workspace, "workspace", "", "")
-	fs.BoolVar(&o.Write, "write", false, "")
+	fs.StringVar(&o.Workspace, "workspace", "", "`DIR` directory to work in (default: the current directory); the program starts in the current directory if it lies inside the workspace, else at the workspace root")
+	fs.BoolVar(&o.Write, "write", false, "make the workspace writable, except the entries that run later outside the sandbox, which stay read-only: .git, .gitmodules, .sbx*, .envrc, .vscode, .idea, .mcp.json, shell rc files (open one with --rw PATH, e.g. --rw .git to commit from inside)")
 	fs.BoolVar(&o.Write, "w", false, "")
-	fs.Var(&ro, "ro", "")
-	fs.Var(&rw, "rw", "")
-	fs.StringVar(&o.Home, "home", "", "")
-	fs.Var(&env, "env", "")
-	fs.StringVar(&memory, "memory", memory, "")
-	fs.Float64Var(&cpus, "cpus", cpus, "")
-	fs.Int64Var(&pids, "pids", pids, "")
-	fs.DurationVar(&o.Timeout, "timeout", 0, "")
-	fs.StringVar(&tty, "tty", tty, "")
-	fs.StringVar(&policy, "policy", policy, "")
-	fs.StringVar(&violations, "violations", "", "")
-	fs.Var(&allowHosts, "allow-host", "")
-	fs.Var(&publish, "publish", "")
-	fs.StringVar(&netMode, "net", netMode, "")
+	fs.Var(&ro, "ro", "`PATH` also show PATH read-only at its own path (repeatable)")
+	fs.Var(&rw, "rw", "`PATH` also show PATH read-write at its own path (repeatable); a single file below your home is copied in and back (so a save by rename works), one in the writable workspace is the workspace's own")
+	fs.StringVar(&o.Home, "home", "", "`DIR|tmp` host directory behind $HOME (default: ${XDG_DATA_HOME:-~/.local/share}/sbx/home); \"tmp\" for a throwaway home removed after the run")
+	fs.Var(&env, "env", "`NAME` pass the host's NAME through (repeatable)\n`NAME=VALUE` set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG, LC_*, TZ and SBX=1 are set otherwise (and, without --allow-host, npm_config_fetch_retries=0: npm fails at once instead of retrying for 70 s)")
+	fs.StringVar(&memory, "memory", memory, "`SIZE` memory limit, e.g. 512m, 2g (default: half the RAM, see below); exceeding it kills the program")
+	fs.Float64Var(&cpus, "cpus", cpus, "`N` CPU limit in cores (default: all CPUs, see below)")
+	fs.Int64Var(&pids, "pids", pids, "`N` process limit (default 4096); fork fails beyond it")
+	fs.DurationVar(&o.Timeout, "timeout", 0, "`DUR` kill the whole sandbox after DUR (e.g. 30s, 5m); status 124")
+	fs.StringVar(&tty, "tty", tty, "`MODE` auto|always|never: give the program its own pty (auto: when stdin and stdout are terminals)")
+	fs.StringVar(&policy, "policy", policy, "`TIER` file tier to demand: auto (every tier the kernel has: BPF LSM and/or Landlock; refuse to run with none), landlock, or bpf; a demanded tier that is missing makes sbx exit 125")
+	fs.StringVar(&violations, "violations", "", "`FILE` append every denied operation to FILE as a JSON line (time, pid, comm, op, target, errno, tier); denials are also summarized on stderr as \"sbx: denied ...\" lines")
+	fs.Var(&allowHosts, "allow-host", "`HOST[:PORT]` let the program reach HOST (port 443 unless given) through sbx's HTTP proxy and, for clients that ignore proxy variables, sbx's DNS and forwarders in the sandbox (repeatable). HOST is a name, *.DOMAIN for its subdomains (not DOMAIN itself), or an IP address ([::1]:8080); 127.0.0.1:PORT, [::1]:PORT and localhost:PORT mean this machine's loopback at the same address and port. HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY (both cases) and NODE_USE_ENV_PROXY=1 are set; names that resolve to loopback, private or link-local addresses are refused unless that address is allowed itself")
+	fs.StringVar(&netMode, "net", netMode, "`MODE` loopback (default): the sandbox's own loopback (127.0.0.1, ::1: servers and clients of the program itself, not this machine's) and the --allow-host destinations; every other destination is refused and reported. none: no inet socket at all but the --allow-host proxy's. host: share the host's network. WARNING: with host the program can reach everything this machine can (your LAN, local services, cloud metadata): no isolation")
+	fs.Var(&publish, "publish", "`[ADDR:]PORT[:SANDBOX_PORT]` forward this machine's ADDR:PORT (ADDR 127.0.0.1 unless given, [::1] in brackets) to the sandbox's loopback at SANDBOX_PORT (PORT unless given), as docker run -p: a dev server or a login callback the program serves (repeatable; --net loopback only)")
 	// Fitting the host (issue 18): see runner/discover.go.
-	fs.BoolVar(&o.NoDiscover, "no-discover", false, "")
+	fs.BoolVar(&o.NoDiscover, "no-discover", false, "do not show a command that is missing in the sandbox but installed on the host (nvm, npm --prefix, ~/.local/bin, ~/.bun/bin): by default sbx shows its installation read-only and says so")
 	fs.BoolVar(&help, "help", false, "")
 	fs.BoolVar(&help, "h", false, "")
+	// Profiles, the config file, srt settings, masks, --quiet (#18, #20).
+	var pf profileFlags
+	pf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(s.out, runUsage)
+			fmt.Fprint(s.out, runUsage(fs))
 			return 0
 		}
-		return fail(s, fmt.Errorf("run: %v (see sbx run --help)", err))
+		return fail(s, fmt.Errorf("run: %w (see sbx run --help)", flagError(fs, err)))
 	}
 	if help {
-		fmt.Fprint(s.out, runUsage)
+		fmt.Fprint(s.out, runUsage(fs))
 		return 0
 	}
 	o.Args = fs.Args()
 	if len(o.Args) == 0 {
 		return fail(s, errors.New("run: no command given (usage: sbx run [flags] -- CMD [ARGS...])"))
+	}
+	explicitLimits, err := pf.apply(fs, s, &o, runFlagValues{
+		net: &netMode, policy: &policy, memory: &memory, cpus: &cpus, pids: &pids,
+		allowHosts: &allowHosts, env: &env, ro: &ro, rw: &rw, masks: &pf.masks, protect: &pf.protected,
+	})
+	if err != nil {
+		return fail(s, fmt.Errorf("run: %w", err))
 	}
 	mem, err := parseSize(memory)
 	if err != nil {
@@ -217,12 +183,7 @@ func cmdRun(args []string, s streams) int {
 	}
 	o.ReadOnly, o.ReadWrite, o.Env = ro, rw, env
 	o.Limits = sandbox.Limits{MemoryBytes: mem, CPUs: cpus, Pids: pids}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "memory", "cpus", "pids":
-			o.ExplicitLimits = append(o.ExplicitLimits, "--"+f.Name)
-		}
-	})
+	o.ExplicitLimits = explicitLimits
 	o.Stdin, o.Stdout, o.Stderr, o.Log = s.in, s.out, s.err, s.err
 	o.ForwardSignals = true
 

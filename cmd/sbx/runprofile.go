@@ -1,0 +1,377 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sbx-sandbox/sbx/config"
+	"github.com/sbx-sandbox/sbx/profile"
+	"github.com/sbx-sandbox/sbx/runner"
+	"github.com/sbx-sandbox/sbx/settings"
+)
+
+// configFile is the config as the CLI uses it.
+type configFile = config.File
+
+// profileFlags are sbx run's flags of profiles, the config file, srt
+// settings, masks and --quiet (issues #18 and #20).
+type profileFlags struct {
+	name      string
+	none      bool
+	settings  listFlag
+	masks     listFlag
+	quiet     bool
+	protected listFlag
+}
+
+func (pf *profileFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&pf.quiet, "quiet", false, "print no \"sbx: denied ...\" lines (--violations and the count at the end stay)")
+	fs.Var(&pf.masks, "mask", "`PATH` show PATH (file or directory) empty and unreadable: the program gets EACCES, reported as a denial (repeatable)")
+	fs.Var(&pf.protected, "protect", "`PATH` keep PATH read-only inside the writable trees, as the protected entries (repeatable)")
+	fs.StringVar(&pf.name, "profile", "", "`NAME` apply the profile NAME (sbx profile list); without it, the profile named as the command's basename applies, if any (said on stderr)")
+	fs.BoolVar(&pf.none, "no-profile", false, "apply no profile")
+	fs.Var(&pf.settings, "settings", "`FILE` read Anthropic sandbox-runtime settings (JSON: network.allowedDomains, filesystem.denyRead, allowWrite, denyWrite) as flags; a key sbx cannot honour is an error; files after the first may only tighten (repeatable)")
+}
+
+// profileEnv is where profiles are resolved: the invoking user's home
+// (under sudo, SUDO_UID's), the working directory and the workspace.
+type profileEnv struct {
+	s         streams
+	home      string
+	uid       int
+	cwd       string
+	workspace string // resolved; "" when unknown
+	config    string // the config file's path
+}
+
+func newProfileEnv(s streams, workspace string) (*profileEnv, error) {
+	e := &profileEnv{s: s, uid: os.Getuid()}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	e.cwd = cwd
+	sudoUID, sudo := os.LookupEnv("SUDO_UID")
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if sudo && os.Getuid() == 0 {
+		e.uid, _ = strconv.Atoi(sudoUID)
+		if u, err := user.LookupId(sudoUID); err == nil {
+			e.home = u.HomeDir
+		}
+		// Without a passwd entry there is no home: no config, and no
+		// "~/" path of a profile (see resolveRun).
+		xdg = "" // root's environment, not the user's
+	} else if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+		e.home = filepath.Clean(h)
+	} else if u, err := user.Current(); err == nil {
+		e.home = u.HomeDir
+	}
+	if workspace == "" {
+		workspace = cwd
+	}
+	if !filepath.IsAbs(workspace) {
+		workspace = filepath.Join(cwd, workspace)
+	}
+	if r, err := filepath.EvalSymlinks(workspace); err == nil {
+		e.workspace = r
+	}
+	if filepath.IsAbs(e.home) {
+		e.config = config.Path(xdg, e.home)
+	}
+	return e, nil
+}
+
+// abs makes p absolute against the working directory.
+func (e *profileEnv) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(e.cwd, p)
+}
+
+// loadConfig reads the user's config file, unless it lies inside the
+// workspace: a repository must not be able to loosen its own sandbox. The
+// file must be a regular file of the user's own (or root's).
+func (e *profileEnv) loadConfig() (configFile, error) {
+	path := e.config
+	if path == "" {
+		return configFile{}, nil // no home
+	}
+	if e.workspace != "" {
+		dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+		if err == nil && (dir == e.workspace || strings.HasPrefix(dir, strings.TrimSuffix(e.workspace, "/")+"/")) {
+			fmt.Fprintf(e.s.err, "sbx: not reading %s: it lies inside the workspace, and a workspace must not configure its own sandbox\n", path)
+			return configFile{}, nil
+		}
+	}
+	// The last component is not followed, and what is checked is what
+	// is read (fstat of the open file).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return configFile{}, nil
+	}
+	if err != nil {
+		return configFile{}, fmt.Errorf("config %s: %w (a symlink is not followed)", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return configFile{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if !fi.Mode().IsRegular() || st == nil || (int(st.Uid) != e.uid && st.Uid != 0) || fi.Mode().Perm()&0o022 != 0 {
+		return configFile{}, fmt.Errorf("config %s: not a regular file of yours, writable only by you (not reading it)", path)
+	}
+	return config.Read(path, f)
+}
+
+// sortProfiles sorts by name.
+func sortProfiles(ps []profile.Profile) {
+	slices.SortFunc(ps, func(a, b profile.Profile) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// runLayers is what the profile machinery decides for one sbx run.
+type runLayers struct {
+	eff     profile.Profile // every layer merged, paths expanded
+	applied string          // the profile's name, "" for none
+	args    []string        // the command with the profile's Args
+	// explicit names the limits the user asked for (flags, config or
+	// profile), not the built-in host-sized defaults.
+	explicit []string
+}
+
+// resolveRun merges built-in defaults < config defaults < profile <
+// settings files < flags for a run of args. flags is the command line's
+// layer (only what was given); set reports which flags were given.
+func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.Profile) (runLayers, error) {
+	var out runLayers
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return out, err
+	}
+	var prof profile.Profile
+	switch {
+	case pf.none && pf.name != "":
+		return out, errors.New("--profile and --no-profile: choose one")
+	case pf.none:
+	case pf.name != "":
+		p, ok := lookupProfile(cfg, pf.name)
+		if !ok {
+			return out, fmt.Errorf("--profile %s: no such profile (see sbx profile list)", pf.name)
+		}
+		prof, out.applied = p, p.Name
+	default:
+		if p, ok := lookupProfile(cfg, filepath.Base(args[0])); ok {
+			prof, out.applied = p, p.Name
+			fmt.Fprintf(e.s.err, "sbx: profile %s applied (sbx profile show %s; --no-profile to turn it off)\n", p.Name, p.Name)
+		}
+	}
+	prof = prof.Expand(e.home)
+	if !filepath.IsAbs(e.home) {
+		prof = dropHomePaths(prof)
+	}
+	builtin := profile.Profile{Memory: formatSize(hostMemory())}
+	cpus, pids := hostCPUs(), int64(runDefaultPids)
+	builtin.CPUs, builtin.Pids = &cpus, &pids
+	defaults := cfg.Defaults.Expand(e.home)
+
+	// Settings files: the profile's, then --settings; the first may
+	// allow, every later one only tighten (and a profile's project
+	// file always only tightens).
+	var files []string
+	files = append(files, prof.Settings...)
+	files = append(files, defaults.Settings...)
+	for _, f := range append(slices.Clone(defaults.SettingsIfExists), prof.SettingsIfExists...) {
+		if e.exists(f) {
+			files = append(files, f)
+		}
+	}
+	files = append(files, pf.settings...)
+	var tighten []string
+	for _, f := range append(slices.Clone(defaults.TightenIfExists), prof.TightenIfExists...) {
+		if e.exists(f) {
+			tighten = append(tighten, f)
+		}
+	}
+	set, err := e.loadSettings(files, tighten)
+	if err != nil {
+		return out, err
+	}
+	layers := []profile.Profile{builtin, defaults, prof, set, flags}
+	eff := profile.Merge(layers...)
+	for _, l := range layers[1:] {
+		for flag, given := range map[string]bool{"--memory": l.Memory != "", "--cpus": l.CPUs != nil, "--pids": l.Pids != nil} {
+			if given && !slices.Contains(out.explicit, flag) {
+				out.explicit = append(out.explicit, flag)
+			}
+		}
+	}
+	slices.Sort(out.explicit)
+	// Files of a profile that do not exist are left out.
+	for _, r := range eff.ReadOnlyIfExists {
+		if e.exists(r) {
+			eff.ReadOnly = append(eff.ReadOnly, r)
+		}
+	}
+	eff.ReadOnlyIfExists = nil
+	out.eff = eff
+	out.args = args
+	if len(prof.Args) > 0 {
+		out.args = append(append([]string{args[0]}, prof.Args...), args[1:]...)
+	}
+	return out, nil
+}
+
+// loadSettings reads the srt settings files and maps them to a profile
+// layer: files[0] may allow, the rest and tighten may only tighten.
+func (e *profileEnv) loadSettings(files, tighten []string) (profile.Profile, error) {
+	var out profile.Profile
+	if len(files)+len(tighten) == 0 {
+		return out, nil
+	}
+	env := settings.Env{Home: e.home, Cwd: e.cwd}
+	var pol settings.Policy
+	for i, f := range append(slices.Clone(files), tighten...) {
+		p, err := settings.Load(e.abs(f), env)
+		if err != nil {
+			return out, err
+		}
+		if i == 0 && len(files) > 0 {
+			pol = p
+			continue
+		}
+		if pol, err = settings.Merge(pol, p); err != nil {
+			return out, err
+		}
+	}
+	out.AllowHosts = pol.AllowHosts
+	out.Mask = pol.Mask
+	out.Protect = pol.Protect
+	for _, w := range pol.Writable {
+		if w == e.workspace {
+			t := true
+			out.Write = &t
+			continue
+		}
+		out.ReadWrite = append(out.ReadWrite, w)
+	}
+	return out, nil
+}
+
+// flagLayer is the command line as a profile layer: only what was given.
+func flagLayer(fs *flag.FlagSet, o *runner.Options, pf *profileFlags, v runFlagValues) profile.Profile {
+	var l profile.Profile
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "w", "write":
+			t := true
+			l.Write = &t
+		case "home":
+			l.Home = o.Home
+		case "net":
+			l.Net = *v.net
+		case "policy":
+			l.Policy = *v.policy
+		case "memory":
+			l.Memory = *v.memory
+		case "cpus":
+			c := *v.cpus
+			l.CPUs = &c
+		case "pids":
+			p := *v.pids
+			l.Pids = &p
+		case "timeout":
+			l.Timeout = o.Timeout.String()
+		case "quiet":
+			q := pf.quiet
+			l.Quiet = &q
+		}
+	})
+	l.AllowHosts, l.Env = *v.allowHosts, *v.env
+	l.ReadOnly, l.ReadWrite, l.Mask, l.Protect = *v.ro, *v.rw, *v.masks, *v.protect
+	return l
+}
+
+// runFlagValues point at cmdRun's flag variables (those not in
+// runner.Options).
+type runFlagValues struct {
+	net, policy, memory     *string
+	cpus                    *float64
+	pids                    *int64
+	allowHosts, env, ro, rw *listFlag
+	masks, protect          *listFlag
+}
+
+// apply resolves the profile, the config and the settings files of a run
+// of o.Args against the command line (fs, parsed) and writes the result
+// into o and v's variables. It returns the limits asked for explicitly.
+func (pf *profileFlags) apply(fs *flag.FlagSet, s streams, o *runner.Options, v runFlagValues) ([]string, error) {
+	penv, err := newProfileEnv(s, o.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	layers, err := pf.resolveRun(penv, o.Args, flagLayer(fs, o, pf, v))
+	if err != nil {
+		return nil, err
+	}
+	eff := layers.eff // the config's values were checked when it was read
+	o.Args = layers.args
+	if eff.Write != nil {
+		o.Write = *eff.Write
+	}
+	// A flag given keeps its own value, even an empty one (which its own
+	// check then refuses, as without profiles); the others take the
+	// merged one.
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["home"] {
+		o.Home = eff.Home
+	}
+	if !given["net"] && eff.Net != "" {
+		*v.net = eff.Net
+	}
+	if !given["policy"] && eff.Policy != "" {
+		*v.policy = eff.Policy
+	}
+	if !given["memory"] {
+		*v.memory = eff.Memory
+	}
+	*v.cpus, *v.pids = *eff.CPUs, *eff.Pids
+	if eff.Timeout != "" && !given["timeout"] {
+		if o.Timeout, err = time.ParseDuration(eff.Timeout); err != nil {
+			return nil, fmt.Errorf("timeout %q: %v", eff.Timeout, err)
+		}
+	}
+	if runner.Rootless() && len(*v.allowHosts) == 0 && len(eff.AllowHosts) > 0 {
+		// The profile's or settings' hosts need the egress proxy, which
+		// needs root; say so rather than refuse the run.
+		fmt.Fprintf(s.err, "sbx: rootless: the %d --allow-host rule(s) of the profile, config or settings cannot apply (the egress proxy needs root; run with sudo): no network beyond the sandbox's loopback\n", len(eff.AllowHosts))
+		eff.AllowHosts = nil
+	}
+	*v.allowHosts, *v.env, *v.ro, *v.rw = eff.AllowHosts, eff.Env, eff.ReadOnly, eff.ReadWrite
+	o.Masks, o.Protect = eff.Mask, eff.Protect
+	o.Quiet = eff.Quiet != nil && *eff.Quiet
+	return layers.explicit, nil
+}
+
+// dropHomePaths leaves out the "~/" paths of a profile when the invoking
+// user has no home to expand them in (a uid without a passwd entry): they
+// name login files and settings, which such a user has none of.
+func dropHomePaths(p profile.Profile) profile.Profile {
+	drop := func(list []string) []string {
+		return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return strings.HasPrefix(s, "~") })
+	}
+	p.ReadOnly, p.ReadWrite, p.ReadOnlyIfExists = drop(p.ReadOnly), drop(p.ReadWrite), drop(p.ReadOnlyIfExists)
+	p.Mask, p.Protect = drop(p.Mask), drop(p.Protect)
+	p.Settings, p.SettingsIfExists, p.TightenIfExists = drop(p.Settings), drop(p.SettingsIfExists), drop(p.TightenIfExists)
+	return p
+}

@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/sandbox"
+)
+
+// TestMaskVisibleAndProtection: which masks mount something, and where
+// --protect paths become read-only entries with pinned ancestors.
+func TestMaskVisibleAndProtection(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	for _, f := range []string{"ws/.env", "ws/sub/deep/key.pem", "ws/ro/x", "out/f", "home/.ssh/id"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := &Options{Write: true, Masks: []string{ws + "/.env", dir + "/home/.ssh", ws + "/sub", "/etc/hostname"},
+		Protect: []string{ws + "/sub/deep/key.pem", ws + "/ro/x", dir + "/out"}}
+	o.ws, o.ro, o.rw = ws, []string{ws + "/ro"}, []string{dir + "/out"}
+	if err := o.resolveMaskPaths(ws); err != nil {
+		t.Fatal(err)
+	}
+	hidden, err := o.hiddenPaths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sandbox.Hidden{{Path: ws + "/.env"}, {Path: ws + "/sub", Dir: true}}
+	if _, err := os.Stat("/etc/hostname"); err == nil {
+		want = append(want, sandbox.Hidden{Path: "/etc/hostname"})
+	}
+	if !slices.Equal(hidden, want) {
+		t.Errorf("hiddenPaths = %+v, want %+v (the real home's .ssh is not shown: nothing to mount)", hidden, want)
+	}
+	var prot Protection
+	err = o.extraProtection(&prot)
+	if err == nil || !slices.Contains(o.rw, dir+"/out") {
+		t.Fatalf("extraProtection of a writable root: %v, want an error", err)
+	}
+	o.protects = slices.DeleteFunc(o.protects, func(p string) bool { return p == dir+"/out" })
+	prot = Protection{}
+	if err := o.extraProtection(&prot); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(prot.ReadOnly, []string{ws + "/sub/deep/key.pem"}) || !slices.Equal(prot.Pinned, []string{ws + "/sub/deep", ws + "/sub"}) {
+		t.Errorf("protection = ro %q pinned %q; want the key read-only, its directories pinned, the --ro one left alone", prot.ReadOnly, prot.Pinned)
+	}
+	if len(prot.ids) != 3 {
+		t.Errorf("ids = %v, want one per entry (checked in the sandbox by verify)", prot.ids)
+	}
+	// Without --write nothing in the workspace needs it.
+	o.Write = false
+	prot = Protection{}
+	if err := o.extraProtection(&prot); err != nil || len(prot.ReadOnly) != 0 {
+		t.Errorf("read-only workspace: %v %q, want nothing", err, prot.ReadOnly)
+	}
+}
+
+// TestMaskLSMPolicy: the LSM tier's policy refuses each masked path by
+// identity (compiled without privileges; the tier itself cannot load on
+// every test host, see the bpf package's VM tests).
+func TestMaskLSMPolicy(t *testing.T) {
+	ws := t.TempDir()
+	secret := filepath.Join(ws, ".env")
+	if err := os.WriteFile(secret, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := &sandbox.Spec{Workspace: ws, Write: true, Home: t.TempDir(), Hidden: []sandbox.Hidden{{Path: secret}}}
+	p := lsmPolicy(spec, os.Getpid())
+	rules, err := p.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(rules, func(r bpf.FileRule) bool { return r.Path == secret })
+	if i < 0 || !rules[i].Deny || rules[i].Write {
+		t.Fatalf("rules = %+v, want a deny rule for %s", rules, secret)
+	}
+	if j := slices.IndexFunc(rules, func(r bpf.FileRule) bool { return r.Path == ws }); j < 0 || !rules[j].Write || rules[j].Deny {
+		t.Fatalf("rules = %+v, want the workspace read-write", rules)
+	}
+}
+
+func TestMaskFile(t *testing.T) {
+	state := t.TempDir()
+	// A lookalike of the wrong mode is replaced, not trusted.
+	if err := os.WriteFile(filepath.Join(state, maskFileName), []byte("content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := maskFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 || fi.Mode().Perm() != 0 {
+		t.Fatalf("mask file %s: %v %v", p, fi, err)
+	}
+	if p2, err := maskFile(state); err != nil || p2 != p {
+		t.Fatalf("second maskFile = %s, %v", p2, err)
+	}
+}
+
+// TestReporterQuiet: --quiet prints no denial line and no hint, while the
+// --violations file gets every record and the count at the end stays.
+func TestReporterQuiet(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		var log, file bytes.Buffer
+		r := newReporter(&log, &file)
+		r.silent = quiet
+		r.add(violationN("open", "landlock", 1))
+		r.add(gate.Violation{Op: "connect", Target: "example.com:443", Errno: "EACCES", Tier: "proxy", Reason: "not allowed"})
+		r.finish()
+		lines := strings.Count(log.String(), "sbx: denied ")
+		if want := map[bool]int{false: 2, true: 0}[quiet]; lines != want {
+			t.Errorf("quiet=%v: %d denial lines, want %d:\n%s", quiet, lines, want, log.String())
+		}
+		if quiet && (strings.Contains(log.String(), "--allow-host") || !strings.Contains(log.String(), "sbx: 2 operation(s) denied in all (2 distinct)")) {
+			t.Errorf("quiet: stderr %q, want only the count", log.String())
+		}
+		if n := strings.Count(file.String(), "\n"); n != 2 {
+			t.Errorf("quiet=%v: %d --violations records, want 2", quiet, n)
+		}
+	}
+}
+
+func TestDropMasked(t *testing.T) {
+	prot := Protection{
+		ReadOnly: []string{"/ws/sub/.git", "/ws/.git", "/ws/.env"},
+		Pinned:   []string{"/ws/sub", "/ws/subway"},
+		ids:      map[string]fileID{"/ws/sub/.git": {}, "/ws/.git": {}, "/ws/.env": {}, "/ws/sub": {}, "/ws/subway": {}},
+	}
+	dropMasked(&prot, []sandbox.Hidden{{Path: "/ws/sub", Dir: true}, {Path: "/ws/.env"}})
+	if !slices.Equal(prot.ReadOnly, []string{"/ws/.git"}) || !slices.Equal(prot.Pinned, []string{"/ws/subway"}) || len(prot.ids) != 2 {
+		t.Errorf("after the masks: %+v", prot)
+	}
+}
+
+func TestMaskBound(t *testing.T) {
+	o := &Options{Masks: make([]string, maxMasks+1)}
+	if err := o.resolveMaskPaths("/"); err == nil || !strings.Contains(err.Error(), "more than 512") {
+		t.Fatalf("%d masks: %v, want refused", maxMasks+1, err)
+	}
+}
