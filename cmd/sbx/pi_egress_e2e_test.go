@@ -158,6 +158,7 @@ func TestPiReachesProviderThroughProxy(t *testing.T) {
 	models := fmt.Sprintf(`{"providers": {"fake": {"baseUrl": "http://provider.test:%s/v1", "api": "openai-completions", "apiKey": "sk-test",
   "models": [{"id": "fake-model", "compat": {"supportsUsageInStreaming": false}}]}}}`, prov.port)
 	writeFile(t, filepath.Join(agentDir, "models.json"), models, 0o644)
+	chownTree(t, e.sbxHome(e.data)) // the as-user pass: the user's sbx home
 	allow := []string{"--allow-host", "provider.test:" + prov.port, "--allow-host", "127.0.0.1:" + prov.port}
 
 	r, events := piPrompt(t, e, prefix, allow, "say hello")
