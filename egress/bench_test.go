@@ -6,13 +6,19 @@ import (
 	"testing"
 )
 
-// BenchmarkTunnel compares a CONNECT tunnel with a direct loopback
-// connection to the same echo server: throughput (64 KiB chunks, both
-// directions at once) and the round trip of one byte (the latency a
-// tunnel adds).
+// BenchmarkTunnel compares a CONNECT tunnel and a transparent forwarder
+// (ServeForward, what a client that ignores the proxy variables gets) with
+// a direct loopback connection to the same echo server: throughput (64
+// KiB chunks, both directions at once) and the round trip of one byte (the
+// latency each adds).
 func BenchmarkTunnel(b *testing.B) {
 	echo := echoServer(b)
 	tp := startProxy(b, []string{echo.String()}, nil, nil)
+	fln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go tp.ServeForward(fln, echo.Addr().String(), echo.Port())
 	dial := map[string]func(b *testing.B) net.Conn{
 		"direct": func(b *testing.B) net.Conn {
 			c, err := net.Dial("tcp", echo.String())
@@ -28,8 +34,15 @@ func BenchmarkTunnel(b *testing.B) {
 			}
 			return c
 		},
+		"forward": func(b *testing.B) net.Conn {
+			c, err := net.Dial("tcp", fln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			return c
+		},
 	}
-	for _, via := range []string{"direct", "proxy"} {
+	for _, via := range []string{"direct", "proxy", "forward"} {
 		b.Run(via+"/throughput", func(b *testing.B) {
 			c := dial[via](b)
 			defer c.Close()

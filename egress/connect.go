@@ -44,24 +44,39 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		plainError(w, http.StatusInternalServerError, "cannot take over the connection")
 		return
 	}
+	p.runTunnel(client, up, func() error {
+		client.SetReadDeadline(time.Time{})
+		client.SetWriteDeadline(time.Now().Add(p.IdleTimeout))
+		if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+			return err
+		}
+		// Bytes the client sent right behind the request (a TLS
+		// ClientHello that did not wait for the 200) are in the
+		// server's read buffer.
+		if n := brw.Reader.Buffered(); n > 0 {
+			b, _ := brw.Reader.Peek(n)
+			up.SetWriteDeadline(time.Now().Add(p.IdleTimeout))
+			if _, err := up.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// runTunnel tracks a tunnel between client and up (so that Close ends
+// it), runs start (the protocol's opening, if any; an error closes both)
+// and then the tunnel, until either side is done. The CONNECT tunnels and
+// the transparent forwarders share it.
+func (p *Proxy) runTunnel(client, up net.Conn, start func() error) {
 	t := &tunnel{client: client, up: up, idle: p.IdleTimeout}
 	if !p.track(t) {
 		t.close()
 		return
 	}
 	defer p.untrack(t)
-	client.SetReadDeadline(time.Time{})
-	client.SetWriteDeadline(time.Now().Add(p.IdleTimeout))
-	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		t.close()
-		return
-	}
-	// Bytes the client sent right behind the request (a TLS ClientHello
-	// that did not wait for the 200) are in the server's read buffer.
-	if n := brw.Reader.Buffered(); n > 0 {
-		b, _ := brw.Reader.Peek(n)
-		up.SetWriteDeadline(time.Now().Add(p.IdleTimeout))
-		if _, err := up.Write(b); err != nil {
+	if start != nil {
+		if err := start(); err != nil {
 			t.close()
 			return
 		}
@@ -123,7 +138,14 @@ func (t *tunnel) close() {
 
 // pipe copies src to dst with a fixed buffer. At src's EOF it half-closes
 // dst so the other direction can finish; on any other end it closes both.
+// Between two TCP connections it splices instead (see splice).
 func (t *tunnel) pipe(dst, src net.Conn) {
+	if d, ok := dst.(*net.TCPConn); ok {
+		if s, ok := src.(*net.TCPConn); ok {
+			t.splice(d, s)
+			return
+		}
+	}
 	buf := getBuffer()
 	defer putBuffer(buf)
 	for {
@@ -154,6 +176,52 @@ func (t *tunnel) pipe(dst, src net.Conn) {
 			}
 			t.close()
 			return
+		default:
+			t.close()
+			return
+		}
+	}
+}
+
+// spliceChunk is what one splice call may move before the idle watch
+// sees the progress.
+const spliceChunk = 256 << 10
+
+// splice is pipe without copying through sbx's memory: Go's
+// TCPConn.ReadFrom from a TCP source splices on Linux (socket to a pipe
+// to socket, in the kernel), here in chunks of spliceChunk so that each
+// chunk counts as activity for the idle watch, with the same deadlines as
+// pipe (a read waits until IdleTimeout after the last activity of either
+// direction, a write makes progress within IdleTimeout).
+func (t *tunnel) splice(dst, src *net.TCPConn) {
+	lr := &io.LimitedReader{R: src}
+	for {
+		now := time.Now()
+		deadline := time.Unix(0, t.last.Load()).Add(t.idle)
+		if !deadline.After(now) {
+			t.close() // idle in both directions
+			return
+		}
+		src.SetReadDeadline(deadline)
+		wdl := now.Add(t.idle)
+		dst.SetWriteDeadline(wdl)
+		lr.N = spliceChunk
+		n, err := dst.ReadFrom(lr)
+		if n > 0 {
+			t.last.Store(time.Now().UnixNano())
+		}
+		switch {
+		case err == nil && lr.N > 0:
+			// src's EOF (ReadFrom stops short without an error).
+			if dst.CloseWrite() != nil {
+				t.close()
+			}
+			return
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(wdl):
+			// The read deadline: the other direction may have moved
+			// bytes meanwhile; the loop recomputes it. (A write that
+			// timed out may have lost bytes in the pipe: closed below.)
 		default:
 			t.close()
 			return

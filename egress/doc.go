@@ -14,6 +14,28 @@
 // the proxy resolves names itself. The proxy lives in sbx's process, so it
 // dies with the run.
 //
+// [Netns] is how sbx opens sockets in the sandbox's namespace: as root it
+// joins it on a locked thread (setns); rootless it cannot (joining a
+// network namespace needs CAP_SYS_ADMIN in the caller's own user
+// namespace too), so [OpenNetns] starts a helper, sbx's own binary as
+// [HelperArg0], that joins the sandbox's user namespace (the user owns
+// it) and network namespace in a C constructor before the Go runtime
+// starts (nsjoin_linux.go) and passes each socket back over a Unix socket
+// pair ([RunHelper]). Without a BPF wall the namespace itself, lo and
+// nothing else, is the wall.
+//
+// # Transparent forwarding and DNS
+//
+// For clients that ignore the proxy variables, [Proxy.ServeForward]
+// forwards each connection accepted on a listener in the sandbox to one
+// fixed host:port after the same checks as a CONNECT to it would pass.
+// sbx puts such listeners on a loopback address per allowed name, which
+// [ServeDNS] answers in the sandbox (every other name gets NXDOMAIN at
+// once), and on each allowed IP address and port itself
+// ([Netns.AddLoopbackAddr] for addresses beyond loopback), so that a
+// client dialing 127.0.0.1:11434 in the sandbox reaches the host's
+// 127.0.0.1:11434.
+//
 // # Rules
 //
 // An [Allowlist] holds [Rule]s parsed by [ParseRule]: a host name
@@ -61,8 +83,10 @@
 // long; headers are bounded in size (MaxHeaderBytes, 431 beyond) and time
 // (HeaderTimeout); at most MaxTunnels upstream exchanges are open at once
 // (503 beyond) and at most MaxConns client connections (further ones wait
-// in the kernel's backlog). Bytes are copied with fixed 32 KiB buffers,
-// two per tunnel, so memory is bounded by the caps. [Proxy.Close] ends
+// in the kernel's backlog). Between two TCP connections bytes are spliced
+// (TCPConn.ReadFrom: socket to pipe to socket in the kernel, in 256 KiB
+// chunks that count as activity); otherwise copied with fixed 32 KiB
+// buffers, two per tunnel, so memory is bounded by the caps. [Proxy.Close] ends
 // every tunnel and connection.
 //
 // # What it does not do
@@ -73,8 +97,8 @@
 //   - It does not authenticate clients: only the sandbox can reach its
 //     listener (it is in the sandbox's network namespace).
 //   - It speaks HTTP/1.1 to clients; clients that ignore the proxy
-//     variables (Node before 22.21, or without NODE_USE_ENV_PROXY=1) get no
-//     network, and non-HTTP protocols need a client that tunnels through
-//     CONNECT.
+//     variables reach only what the transparent forwarders serve (allowed
+//     names under sbx's DNS and allowed IP addresses, TCP only); UDP goes
+//     nowhere.
 //   - Answers are not cached: each tunnel resolves its name again.
 package egress

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -271,4 +272,44 @@ func (a Allowlist) Strings() []string {
 		s[i] = r.String()
 	}
 	return s
+}
+
+// NamePorts returns the ports the name rules allow for name (a wildcard
+// rule counts for its subdomains), in rule order without repeats; none
+// for a malformed name or an IP address.
+func (a Allowlist) NamePorts(name string) []uint16 {
+	if _, err := netip.ParseAddr(name); err == nil {
+		return nil
+	}
+	name, err := normalizeName(name)
+	if err != nil {
+		return nil
+	}
+	var ports []uint16
+	for _, r := range a {
+		if r.matchName(name, r.port) && !slices.Contains(ports, r.port) {
+			ports = append(ports, r.port)
+		}
+	}
+	return ports
+}
+
+// WithLocalhost returns a with, for each rule "localhost:PORT", the rules
+// of the host's loopback addresses at that port (127.0.0.1 and ::1, what
+// localhost means on the host) unless a already has them: the name means
+// the host's own loopback, which only IP rules can allow (the
+// DNS-rebinding guard refuses loopback addresses to name rules).
+func (a Allowlist) WithLocalhost() Allowlist {
+	out := slices.Clone(a)
+	for _, r := range a {
+		if r.IsIP() || r.wildcard || r.name != "localhost" {
+			continue
+		}
+		for _, ip := range []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()} {
+			if !out.allowsAddr(ip, r.port) {
+				out = append(out, Rule{addr: ip, port: r.port})
+			}
+		}
+	}
+	return out
 }

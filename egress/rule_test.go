@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -203,4 +204,49 @@ func FuzzParseRule(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestNamePorts(t *testing.T) {
+	a, err := ParseAllowlist([]string{"api.test:8080", "*.wild.test", "*.wild.test:80", "api.test", "api.test:8080", "10.1.2.3:22"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		want string
+	}{
+		{"api.test", "[8080 443]"},
+		{"API.test.", "[8080 443]"},
+		{"a.wild.test", "[443 80]"},
+		{"a.b.wild.test", "[443 80]"},
+		{"wild.test", "[]"},
+		{"10.1.2.3", "[]"},
+		{"other.test", "[]"},
+		{"bad name", "[]"},
+	} {
+		if got := fmt.Sprint(a.NamePorts(c.name)); got != c.want {
+			t.Errorf("NamePorts(%q) = %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestWithLocalhost(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"localhost:11434", "localhost:11434 127.0.0.1:11434 [::1]:11434"},
+		{"localhost:8080 127.0.0.1:8080", "localhost:8080 127.0.0.1:8080 [::1]:8080"},
+		{"*.example.test:80 api.test", "*.example.test:80 api.test:443"},
+		{"127.0.0.1:80", "127.0.0.1:80"},
+	} {
+		a, err := ParseAllowlist(strings.Fields(c.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := strings.Join(a.Strings(), " ")
+		if got := strings.Join(a.WithLocalhost().Strings(), " "); got != c.want {
+			t.Errorf("WithLocalhost(%s) = %s, want %s", c.in, got, c.want)
+		}
+		if after := strings.Join(a.Strings(), " "); after != before {
+			t.Errorf("WithLocalhost changed its receiver: %s, was %s", after, before)
+		}
+	}
 }

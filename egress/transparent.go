@@ -73,12 +73,5 @@ func (p *Proxy) forwardConn(client net.Conn, host string, port uint16) {
 		refuse(h, n, asRefusal(err))
 		return
 	}
-	t := &tunnel{client: client, up: up, idle: p.IdleTimeout}
-	if !p.track(t) {
-		t.close()
-		return
-	}
-	defer p.untrack(t)
-	client.SetDeadline(time.Time{})
-	t.run()
+	p.runTunnel(client, up, func() error { return client.SetDeadline(time.Time{}) })
 }

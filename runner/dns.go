@@ -65,24 +65,37 @@ func writeResolvConf(stateDir string) error {
 	return err
 }
 
-// dnsServer answers every query in the sandbox with NXDOMAIN, from sbx's
-// process, and reports each name as a denial (with the --allow-host hint).
+// dnsServer answers the sandbox's queries from sbx's process: the allowed
+// names with their forwarders' addresses, the sandbox's hostname with
+// 127.0.0.1, every other name with NXDOMAIN, reported as a denial (with
+// the --allow-host hint).
 type dnsServer struct {
 	close  func() error
 	served chan error
 }
 
-// startDNS listens on dnsAddr in the sandbox's network namespace (root
-// only: setns) and serves it until close.
-func startDNS(sb *sandbox.Sandbox, rep *reporter, names map[string]netip.Addr) (*dnsServer, error) {
-	pc, err := egress.ListenPacketInNetns("/proc/"+strconv.Itoa(sb.Pid())+"/ns/net", dnsAddr)
+// startDNS listens on dnsAddr in the sandbox's network namespace and
+// serves it until stop.
+func startDNS(ns *egress.Netns, rep *reporter, lookup func(string) (netip.Addr, bool)) (*dnsServer, error) {
+	pc, err := ns.ListenPacket(dnsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox DNS: %w", err)
 	}
 	d := &dnsServer{close: pc.Close, served: make(chan error, 1)}
+	known := func(name string) (netip.Addr, bool) {
+		// The sandbox's own hostname is its loopback, as nss-myhostname
+		// answers on the host: curl --version and others look it up, a
+		// routine probe that must neither fail nor be reported.
+		if name == sandbox.Hostname {
+			return netip.AddrFrom4([4]byte{127, 0, 0, 1}), true
+		}
+		if lookup != nil {
+			return lookup(name)
+		}
+		return netip.Addr{}, false
+	}
 	go func() {
-		lookup := func(name string) (netip.Addr, bool) { a, ok := names[name]; return a, ok }
-		d.served <- egress.ServeDNS(pc, lookup, func(name string) {
+		d.served <- egress.ServeDNS(pc, known, func(name string) {
 			rep.add(gate.Violation{
 				Time: time.Now(), Op: "resolve", Target: name,
 				Errno: "NXDOMAIN", Tier: "dns", Reason: "no DNS in the sandbox",

@@ -77,8 +77,8 @@ type egressProxy struct {
 // startEgress opens the proxy's listener in the sandbox's network
 // namespace and serves it. The network wall's exception for the endpoint
 // (netPolicy) is the caller's. Call it after sandbox.Create and before Exec.
-func startEgress(sb *sandbox.Sandbox, allow egress.Allowlist, rep *reporter) (*egressProxy, error) {
-	ln, err := egress.ListenInNetns("/proc/"+strconv.Itoa(sb.Pid())+"/ns/net", proxyAddr.String())
+func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *reporter) (*egressProxy, error) {
+	ln, err := ns.Listen(proxyAddr.String())
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
@@ -97,45 +97,65 @@ func startEgress(sb *sandbox.Sandbox, allow egress.Allowlist, rep *reporter) (*e
 	return e, nil
 }
 
-// forwardBase is the first address of the forwarders: allowed name i
-// (0-based, in rule order) gets forwardBase + i, on every port a rule
-// allows for it. 127.0.1.0/24 in the sandbox's own loopback, apart from
-// the proxy's and the DNS server's 127.0.0.1.
-var forwardBase = netip.MustParseAddr("127.0.1.1")
-
-// maxForwardNames bounds the names given forwarders (one address each).
-const maxForwardNames = 200
-
-// forwardNames gives each allowed name (not wildcards: a forwarder needs
-// the name before the client asks) a loopback address of the sandbox, and
-// listens there, on each allowed port of the name, in the sandbox's
-// namespace; each connection is forwarded by the proxy after its checks
-// (ServeForward). With the returned map sbx's DNS answers these names with
-// their address, so clients that ignore the proxy variables (Node's fetch,
-// the JVM, ssh) reach them too.
-func (e *egressProxy) forwardNames(sb *sandbox.Sandbox, allow egress.Allowlist) (map[string]netip.Addr, error) {
-	names := map[string]netip.Addr{}
-	next := forwardBase
-	netns := "/proc/" + strconv.Itoa(sb.Pid()) + "/ns/net"
-	for _, r := range allow {
-		if r.IsIP() || r.Wildcard() {
-			continue
-		}
-		a, ok := names[r.Name()]
-		if !ok {
-			if len(names) == maxForwardNames {
-				return nil, fmt.Errorf("egress forwarders: more than %d allowed names", maxForwardNames)
-			}
-			a, next = next, next.Next()
-			names[r.Name()] = a
-		}
-		ln, err := egress.ListenInNetns(netns, netip.AddrPortFrom(a, r.Port()).String())
-		if err != nil {
-			return nil, fmt.Errorf("egress forwarder for %s: %w", r, err)
-		}
-		go func() { _ = e.p.ServeForward(ln, r.Name(), r.Port()) }()
+// startNetwork starts what serves the sandbox's network namespace from
+// sbx's side (root and rootless alike): under --net loopback the DNS
+// answerer (NXDOMAIN for every name but the allowed ones), and with
+// --allow-host the egress proxy and the transparent forwarders of the
+// allowed names and addresses, and the --publish listeners. Rootless, a helper in the sandbox's user
+// namespace opens their sockets (egress.OpenNetns): no BPF is involved,
+// and the namespace, which holds nothing but lo, is the wall. The
+// returned func stops it all.
+func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter) (func(), error) {
+	if o.hostNetwork() || (!o.loopback() && len(o.allow) == 0 && len(o.publish) == 0) {
+		return func() {}, nil
 	}
-	return names, nil
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	ns, err := egress.OpenNetns(sb.Pid(), rootless)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox network: %w", err)
+	}
+	stops = append(stops, func() { _ = ns.Close() })
+	var lookup func(string) (netip.Addr, bool) // allowed names' addresses in the sandbox
+	if len(o.allow) > 0 {
+		px, err := startEgress(ns, o.allow, rep)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, func() { px.close(o.Log) })
+		if o.loopback() {
+			fw := newForwarders(ns, px.p, o.allow, o.Log, !rootless)
+			if err := fw.start(); err != nil {
+				stop()
+				return nil, err
+			}
+			lookup = fw.lookup
+		}
+	}
+	if o.loopback() {
+		// A name lookup fails at once (NXDOMAIN), and is reported; an
+		// allowed name gets the address of its forwarder.
+		dns, err := startDNS(ns, rep, lookup)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, func() { dns.stop(o.Log) })
+	}
+	if len(o.publish) > 0 {
+		pub, err := startPublish(ns, o.publish)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, pub.close)
+	}
+	return stop, nil
 }
 
 // close ends every tunnel and connection.
@@ -177,15 +197,28 @@ func (o *Options) netPolicy(pid int, wall bool) (bpf.Policy, error) {
 // netCanary is the proof the shim runs before the program (see
 // sandbox.ShimConfig.NetCanary): with the host network there is no wall
 // to prove; rootless, seccomp refuses inet sockets itself (EPERM) under
-// --net none, and under --net loopback the empty namespace is the wall.
+// --net none without --allow-host, and otherwise the empty namespace is
+// the wall.
 func (o *Options) netCanary(rootless bool) string {
 	switch {
 	case o.hostNetwork():
 		return ""
-	case !o.loopback():
+	case !o.loopback() && (!rootless || len(o.allow) == 0):
 		return sandbox.NetCanaryNoInet
 	case rootless:
+		// With --allow-host rootless --net none has inet sockets too
+		// (for the proxy): the empty namespace is the proof.
 		return sandbox.NetCanaryLoopbackNetns
 	}
 	return sandbox.NetCanaryLoopbackWall
+}
+
+// EgressInfo is sbx doctor's line on the network a run gets here, root
+// or rootless: every mode works both ways; what differs is who opens the
+// sockets in the sandbox's namespace and what the wall is.
+func EgressInfo(rootless bool) string {
+	if rootless {
+		return "--net loopback (default), none, host; --allow-host and --publish through a helper in the sandbox's user namespace (proxy, DNS answerer, forwarders); the empty namespace is the wall (no denial reports for direct connects); the canary run below starts the helper"
+	}
+	return "--net loopback (default), none, host; --allow-host and --publish served in the sandbox's namespace (proxy, DNS answerer, forwarders); the BPF wall refuses and reports the rest"
 }

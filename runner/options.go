@@ -113,6 +113,10 @@ type Options struct {
 	AllowHosts []string
 	// Net is the run's network (--net); the zero value is [NetLoopback].
 	Net NetMode
+	// Publish are --publish [ADDR:]PORT[:SANDBOX_PORT] (see
+	// [ParsePublish]): host listeners forwarded into the sandbox's
+	// loopback.
+	Publish []string
 	// ForwardSignals makes Run catch INT, TERM, HUP, QUIT, USR1, USR2 and
 	// WINCH and pass them to the program; otherwise the caller handles
 	// signals (and may cancel the context).
@@ -158,6 +162,7 @@ type Options struct {
 	tiers    tiers            // filled by spec
 	protect  Protection       // filled by spec: checked once the sandbox is set up
 	allow    egress.Allowlist // filled by spec
+	publish  []Publish        // filled by spec
 	rootOnly chan []string    // filled by spec: sandbox.RootOnly of /etc, for uid 0
 	// limitsNote is why a rootless run's limits are rlimits (set by
 	// rootlessLimits); spec notes it once nothing can refuse the run.
@@ -366,6 +371,12 @@ func cleanEnv(o *Options, who invoker, homeInside string) ([]string, error) {
 		}
 	}
 	set("SBX", "1")
+	if len(o.allow) == 0 && !o.hostNetwork() {
+		// Nothing beyond the sandbox is reachable: npm would retry each
+		// failed fetch with a 10-60 s backoff (fetch-retries 2), 70 s
+		// for an "npm install" that cannot succeed. --env overrides it.
+		set("npm_config_fetch_retries", "0")
+	}
 	if len(o.allow) > 0 {
 		for _, kv := range proxyEnv(o.allow) {
 			k, v, _ := strings.Cut(kv, "=")

@@ -3,7 +3,6 @@ package runner
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -137,18 +136,4 @@ func usernsError(err error) error {
 		self = r
 	}
 	return fmt.Errorf("%w: %s", err, sandbox.AppArmorFix(self))
-}
-
-// rootlessNetwork refuses the network options a rootless run cannot honour:
-// the egress proxy's exceptions and the host network are opened in the BPF
-// wall, and loading it needs root. Rootless, seccomp refuses every inet
-// socket, so running anyway would quietly give a different sandbox.
-func rootlessNetwork(o *Options) error {
-	switch {
-	case len(o.allow) > 0:
-		return fmt.Errorf("--allow-host: the egress proxy needs root (its exceptions live in the BPF network wall: %v); run sbx with sudo", ErrCgroupBPFNeedsRoot)
-	case o.hostNetwork():
-		return errors.New("--net host: needs root (a rootless sandbox refuses inet sockets with seccomp, since the BPF wall that opens the host network needs root); run sbx with sudo")
-	}
-	return nil
 }

@@ -201,6 +201,9 @@ func (o *Options) complete(spec *sandbox.Spec, staged *stage.Plan) error {
 	}
 	if len(o.allow) > 0 {
 		spec.ProxyPort = proxyAddr.Port()
+		// Rootless --net none: the proxy needs inet sockets; Landlock
+		// lets TCP connect only to its port, and the namespace is empty.
+		spec.AllowInetSockets = true
 	}
 	if o.rootOnly != nil {
 		spec.Masked = append(spec.Masked, <-o.rootOnly...)
@@ -407,8 +410,8 @@ func (o *Options) fill() error {
 	if err != nil {
 		return fmt.Errorf("--allow-host: %w", err)
 	}
-	o.allow = allow
-	return nil
+	o.allow = allow.WithLocalhost()
+	return o.parsePublish()
 }
 
 // hostLookup returns a lookup function over o.HostEnv.
@@ -454,9 +457,6 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	}
 	var cgroup string
 	if rootless {
-		if err := rootlessNetwork(o); err != nil {
-			return nil, nop, err
-		}
 		deleg, derr := sandbox.HostDelegation()
 		if cgroup, err = rootlessLimits(o, id, deleg, derr); err != nil {
 			return nil, nop, err

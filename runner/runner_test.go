@@ -19,11 +19,11 @@ func TestCleanEnv(t *testing.T) {
 	}{
 		{"defaults", nil, []string{
 			"PATH=/usr/bin:/bin", "HOME=/home/al", "USER=al", "LOGNAME=al", "TERM=xterm",
-			"LANG=C.UTF-8", "LC_TIME=de_DE", "TZ=UTC", "SBX=1",
+			"LANG=C.UTF-8", "LC_TIME=de_DE", "TZ=UTC", "SBX=1", "npm_config_fetch_retries=0",
 		}, ""},
 		{"pass and set", []string{"FOO", "GITHUB_TOKEN", "X=1", "MISSING"}, []string{
 			"PATH=/usr/bin:/bin", "HOME=/home/al", "USER=al", "LOGNAME=al", "TERM=xterm",
-			"LANG=C.UTF-8", "LC_TIME=de_DE", "TZ=UTC", "SBX=1", "FOO=bar", "GITHUB_TOKEN=t", "X=1",
+			"LANG=C.UTF-8", "LC_TIME=de_DE", "TZ=UTC", "SBX=1", "npm_config_fetch_retries=0", "FOO=bar", "GITHUB_TOKEN=t", "X=1",
 		}, ""},
 		{"override", []string{"TERM=dumb"}, nil, ""},
 		{"bad name", []string{"1X=2"}, nil, "invalid --env"},

@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 
 	"github.com/sbx-sandbox/sbx/bpf"
@@ -23,13 +22,12 @@ type run struct {
 	sb       *sandbox.Sandbox
 	cgroupID uint64 // its cgroup2 id (root runs; computed once)
 
-	wall   *netWall              // the network wall (root runs)
-	net    bpf.Policy            // the wall's exceptions for the run
-	term   *terminal             // with --tty
-	copied chan struct{}         // closed when the pty's output is copied
-	names  map[string]netip.Addr // allowed names' addresses in the sandbox
-	tiers  []tier                // in setup order
-	ready  int                   // how many of tiers were prepared
+	wall   *netWall      // the network wall (root runs)
+	net    bpf.Policy    // the wall's exceptions for the run
+	term   *terminal     // with --tty
+	copied chan struct{} // closed when the pty's output is copied
+	tiers  []tier        // in setup order
+	ready  int           // how many of tiers were prepared
 }
 
 // A tier is one part of a run set up around its sandbox: the network
@@ -56,8 +54,8 @@ func (base) attach(*run) error  { return nil }
 func (base) started(*run) error { return nil }
 func (base) close(*run)         {}
 
-// plan lists the tiers of r. Closed in reverse: the DNS stub and the
-// egress proxy before the sandbox is destroyed (every denial they see is
+// plan lists the tiers of r. Closed in reverse: the network tier (DNS
+// answerer, forwarders, egress proxy) before the sandbox is destroyed (every denial they see is
 // reported), the terminal restored after it, the BPF tiers released after
 // that, the report finished once the wall's ring is drained, the staged
 // files copied back, then the --rw files, and the throwaway home removed
@@ -79,12 +77,7 @@ func (r *run) plan(cleanup func(), staged *stage.Plan) {
 		r.tiers = append(r.tiers, terminalTier{})
 	}
 	r.tiers = append(r.tiers, sandboxTier{})
-	if len(r.o.allow) > 0 {
-		r.tiers = append(r.tiers, &egressTier{})
-	}
-	if r.o.loopback() && !r.spec.Rootless {
-		r.tiers = append(r.tiers, &dnsTier{})
-	}
+	r.tiers = append(r.tiers, &networkTier{})
 }
 
 // prepareAll prepares the tiers not prepared yet, in order; those
@@ -316,53 +309,29 @@ func (sandboxTier) close(r *run) {
 	}
 }
 
-// egressTier is the egress proxy of --allow-host, in the sandbox's
-// network namespace.
-type egressTier struct {
+// networkTier is what sbx serves in the sandbox's network namespace:
+// the egress proxy and forwarders of --allow-host, the DNS answerer (a
+// name fails at once, or an allowed one gets its forwarder's address) and
+// the --publish listeners; root and rootless alike (see
+// [Options.startNetwork]). Closed before the sandbox is destroyed, so
+// every denial they see is reported.
+type networkTier struct {
 	base
-	px *egressProxy
+	stop func()
 }
 
-func (t *egressTier) attach(r *run) error {
-	px, err := startEgress(r.sb, r.o.allow, r.rep)
+func (t *networkTier) attach(r *run) error {
+	stop, err := r.o.startNetwork(r.sb, r.spec.Rootless, r.rep)
 	if err != nil {
 		return err
 	}
-	t.px = px
-	if r.o.loopback() {
-		if r.names, err = px.forwardNames(r.sb, r.o.allow); err != nil {
-			return err
-		}
-	}
+	t.stop = stop
 	return nil
 }
 
-func (t *egressTier) close(r *run) {
-	if t.px != nil {
-		t.px.close(r.o.Log)
-	}
-}
-
-// dnsTier answers name lookups in the sandbox: a name fails at once
-// (NXDOMAIN), and is reported; an allowed name gets the address of its
-// forwarder.
-type dnsTier struct {
-	base
-	dns *dnsServer
-}
-
-func (t *dnsTier) attach(r *run) error {
-	d, err := startDNS(r.sb, r.rep, r.names)
-	if err != nil {
-		return err
-	}
-	t.dns = d
-	return nil
-}
-
-func (t *dnsTier) close(r *run) {
-	if t.dns != nil {
-		t.dns.stop(r.o.Log)
+func (t *networkTier) close(*run) {
+	if t.stop != nil {
+		t.stop()
 	}
 }
 

@@ -87,7 +87,7 @@ func TestPlanTeardownOrder(t *testing.T) {
 	for i := len(r.tiers) - 1; i >= 0; i-- {
 		got = append(got, tierName(r.tiers[i]))
 	}
-	want := []string{"dns", "egress", "sandbox", "terminal", "lsm", "tracer", "wall", "report", "copy-back", "rw-copy-back", "home"}
+	want := []string{"network", "sandbox", "terminal", "lsm", "tracer", "wall", "report", "copy-back", "rw-copy-back", "home"}
 	if !slices.Equal(got, want) {
 		t.Errorf("teardown order\n got %v\nwant %v", got, want)
 	}
@@ -114,10 +114,8 @@ func tierName(t tier) string {
 		return "terminal"
 	case sandboxTier:
 		return "sandbox"
-	case *egressTier:
-		return "egress"
-	case *dnsTier:
-		return "dns"
+	case *networkTier:
+		return "network"
 	}
 	return fmt.Sprintf("%T", t)
 }

@@ -185,7 +185,7 @@ func (s *Spec) config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 		RootPropagation:   unix.MS_PRIVATE | unix.MS_REC,
 		Mounts:            mounts,
 		Devices:           specconv.AllowedDevices,
-		Hostname:          "sbx",
+		Hostname:          Hostname,
 		ParentDeathSignal: int(unix.SIGKILL),
 		Namespaces: configs.Namespaces{
 			{Type: configs.NEWNS}, {Type: configs.NEWPID}, {Type: configs.NEWIPC},
@@ -217,7 +217,7 @@ func (s *Spec) config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 // seccompOptions are the options of the program's seccomp filter.
 func (s *Spec) seccompOptions() SeccompOptions {
 	var o SeccompOptions
-	if s.AllowInetSockets || s.Loopback {
+	if s.AllowInetSockets || s.Loopback || s.HostNetwork {
 		o.SocketFamilies = []int{unix.AF_INET, unix.AF_INET6}
 	}
 	// Reading the routes and links of the namespace (lo alone, or the

@@ -203,3 +203,6 @@ func (s *Spec) insideWritable(p string) bool {
 func isCleanAbs(p string) bool {
 	return filepath.IsAbs(p) && filepath.Clean(p) == p
 }
+
+// Hostname is every sandbox's hostname (its own UTS namespace).
+const Hostname = "sbx"

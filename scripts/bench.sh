@@ -29,7 +29,8 @@ $GO test -tags seccomp -run '^$' -bench 'TraceAcquire/^(shared|alone-back-to-bac
 # Each alone-* iteration first waits 30 ms, untimed, for the last detach's
 # grace period: a fixed count keeps go test from scaling it to minutes.
 $GO test -tags seccomp -run '^$' -bench 'TraceAcquire/^alone-(acquire|release)$' -benchtime 200x ./bpf/ | tee -a "$out.bpf" >&2
-# The egress proxy: a CONNECT tunnel against a direct loopback connection.
+# The egress proxy: a CONNECT tunnel and a transparent forwarder against a
+# direct loopback connection.
 $GO test -run '^$' -bench 'Tunnel' -benchtime 2s ./egress/ | tee "$out.egress" >&2
 cd "$ws"
 loop='for i in $(seq 2000); do cat /etc/hostname >/dev/null; done'
@@ -141,6 +142,12 @@ if "Tunnel/direct/throughput" in mbs and "Tunnel/proxy/throughput" in mbs:
 if "Tunnel/direct/roundtrip" in bench and "Tunnel/proxy/roundtrip" in bench:
     d, p = us("Tunnel/direct/roundtrip"), us("Tunnel/proxy/roundtrip")
     print(f"| egress: 1-byte round trip direct / tunnel | {d:.1f} / {p:.1f} us | | +{p-d:.1f} us per round trip |")
+if "Tunnel/direct/throughput" in mbs and "Tunnel/forward/throughput" in mbs:
+    d, p = mbs["Tunnel/direct/throughput"], mbs["Tunnel/forward/throughput"]
+    print(f"| egress: throughput direct / through a transparent forwarder (splice) | {d:.0f} / {p:.0f} MB/s | | {p/d:.2f}x (target >= 0.9x) |")
+if "Tunnel/direct/roundtrip" in bench and "Tunnel/forward/roundtrip" in bench:
+    d, p = us("Tunnel/direct/roundtrip"), us("Tunnel/forward/roundtrip")
+    print(f"| egress: 1-byte round trip direct / forwarder | {d:.1f} / {p:.1f} us | | +{p-d:.1f} us per round trip (target <= 20 us) |")
 if "Tunnel/proxy/setup" in bench:
     print(f"| egress: tunnel setup (connect + CONNECT + 200) | {bench['Tunnel/proxy/setup']:.3f} ms | | |")
 print(f"| peak RSS of a `sbx run -- true` (largest process) | {rss} MiB | | |")

@@ -261,10 +261,9 @@ type rootTier struct {
 }
 
 var rootTiers = map[string]rootTier{
-	"bpf-report":  {"cgroup bpf", "denial lines/--violations need the BPF wall"},
-	"bpf-options": {"cgroup bpf", "--allow-host/--net host refused rootless (125)"},
-	"bpf-wall":    {"cgroup bpf", "the netwall sabotage takes the sandbox out of the BPF wall (rootless, the net canary proves seccomp's refusal, which the sbxtest build cannot break)"},
-	"bpf-lsm":     {"bpf lsm", "--policy bpf needs the BPF LSM"},
+	"bpf-report": {"cgroup bpf", "denial lines/--violations need the BPF wall"},
+	"bpf-wall":   {"cgroup bpf", "the netwall sabotage takes the sandbox out of the BPF wall (rootless, the net canary proves seccomp's refusal, which the sbxtest build cannot break)"},
+	"bpf-lsm":    {"bpf lsm", "--policy bpf needs the BPF LSM"},
 }
 
 // hasRootTier reports whether the tier applies to the runs of the tests:

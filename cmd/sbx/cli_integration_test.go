@@ -13,7 +13,7 @@ import (
 
 // runFlags are the flags of "sbx run" that the help must explain.
 var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net",
-	"no-discover",
+	"no-discover", "publish",
 	// profiles, config, settings, masks (#18, #20)
 	"profile", "no-profile", "settings", "mask", "protect", "quiet"}
 
@@ -93,7 +93,7 @@ func TestDocumentedFlagsParse(t *testing.T) {
 		"workspace": {b.ws}, "ro": {b.ws}, "rw": {b.ws}, "home": {"tmp"}, "env": {"A=B"},
 		"memory": {"64m"}, "cpus": {"0.5"}, "pids": {"10"}, "timeout": {"1s"}, "tty": {"never"},
 		"policy": {"auto"}, "violations": {filepath.Join(b.tempDir(), "v.jsonl")},
-		"allow-host": {"api.example.com"}, "net": {"loopback"},
+		"allow-host": {"api.example.com"}, "net": {"loopback"}, "publish": {"8080"},
 		"profile": {"claude"}, "settings": {"s.json"}, "mask": {".env"}, "protect": {".env"},
 	}
 	for _, f := range runFlags {

@@ -99,6 +99,7 @@ func TestDocsFlagHelp(t *testing.T) {
 		{"env", "NAME|NAME=VALUE", "", ""},
 		{"tty", "MODE", "", "auto always never"},
 		{"allow-host", "HOST[:PORT]", "", ""},
+		{"publish", "[ADDR:]PORT[:SANDBOX_PORT]", "", ""},
 		{"violations", "FILE", "", ""},
 	} {
 		f, ok := flags[tc.name]

@@ -217,7 +217,7 @@ func TestEnvironmentScrubbed(t *testing.T) {
 	}
 	allowedName := func(k string) bool {
 		switch k {
-		case "PATH", "HOME", "USER", "LOGNAME", "TERM", "LANG", "TZ", "COLORTERM", "SBX":
+		case "PATH", "HOME", "USER", "LOGNAME", "TERM", "LANG", "TZ", "COLORTERM", "SBX", "npm_config_fetch_retries":
 			return true
 		}
 		return strings.HasPrefix(k, "LC_")

@@ -151,7 +151,6 @@ func TestPiReachesProviderThroughProxy(t *testing.T) {
 	prefix := installPi(t)
 	prov := newFakeProvider(t)
 	e := newEgressBox(t, "127.0.0.1 provider.test")
-	e.needProxy(t)
 	agentDir := filepath.Join(e.sbxHome(e.data), ".pi", "agent")
 	if err := os.MkdirAll(agentDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -159,6 +158,7 @@ func TestPiReachesProviderThroughProxy(t *testing.T) {
 	models := fmt.Sprintf(`{"providers": {"fake": {"baseUrl": "http://provider.test:%s/v1", "api": "openai-completions", "apiKey": "sk-test",
   "models": [{"id": "fake-model", "compat": {"supportsUsageInStreaming": false}}]}}}`, prov.port)
 	writeFile(t, filepath.Join(agentDir, "models.json"), models, 0o644)
+	chownTree(t, e.sbxHome(e.data)) // the as-user pass: the user's sbx home
 	allow := []string{"--allow-host", "provider.test:" + prov.port, "--allow-host", "127.0.0.1:" + prov.port}
 
 	r, events := piPrompt(t, e, prefix, allow, "say hello")

@@ -18,7 +18,6 @@ func TestPiProfileReachesProvider(t *testing.T) {
 	prefix := installPi(t)
 	prov := newFakeProvider(t)
 	e := newEgressBox(t, "127.0.0.1 provider.test")
-	e.needProxy(t)
 	// The user's home on the host, with pi's provider config and key.
 	home := t.TempDir()
 	agentDir := filepath.Join(home, ".pi", "agent")

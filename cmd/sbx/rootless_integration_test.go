@@ -193,30 +193,78 @@ print "connected: ", scalar <$s>;`, port)
 	}
 }
 
-// The network options that need the BPF wall refuse to run rootless
-// (125, nothing run, nothing left) instead of giving a different sandbox;
-// as root the same flags run (TestEgressAllowedHost, TestNetHost).
-func TestRootlessNetworkOptionsRefused(t *testing.T) {
+// TestRootlessEgress: without root, --allow-host 127.0.0.1:PORT reaches
+// the host's listener at that same address from inside, for clients that
+// honour the proxy variables and for those that do not (curl, Python's
+// urllib, a raw TCP client, all without any proxy variable), through the
+// forwarder sbx's helper opened in the sandbox's namespace; another port
+// stays unreachable; a name gets NXDOMAIN at once, reported; --net host
+// shares the host's network. The host listener answers the user outside
+// (the control), and the same run without --allow-host does not reach it.
+func TestRootlessEgress(t *testing.T) {
 	b := newRootlessBox(t)
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--allow-host", "example.com"}, "sbx: --allow-host: the egress proxy needs root"},
-		{[]string{"--net", "host"}, "sbx: --net host: needs root"},
-	} {
-		r := b.run(append(append([]string{"-w"}, tc.args...), "--", "touch", "ran")...)
-		if r.code != exitSbxError || !strings.HasPrefix(r.stderr, tc.want) || r.stdout != "" {
-			t.Errorf("%q: got %v, want exit 125 and stderr starting %q", tc.args, r, tc.want)
-		}
-		if _, err := os.Stat(filepath.Join(b.ws, "ran")); !os.IsNotExist(err) {
-			t.Errorf("%q: the program ran (stat: %v)", tc.args, err)
-		}
+	up := newUpstream(t)
+	other := newUpstream(t)
+	url := "http://127.0.0.1:" + up.port
+	if r := b.host(opts{}, "curl", "-sS", url+"/control"); r.stdout != "upstream /control" {
+		t.Fatalf("control: the user cannot reach the host listener outside: %v", r)
 	}
-	for _, mode := range []string{"none", "loopback"} {
-		if r := b.run("--net", mode, "--", "true"); r.code != 0 {
-			t.Errorf("--net %s must run rootless: %v", mode, r)
-		}
+	noProxy := "env -u HTTPS_PROXY -u HTTP_PROXY -u ALL_PROXY -u https_proxy -u http_proxy -u all_proxy "
+	script := "curl -sS --max-time 10 " + url + "/proxy; echo; " +
+		noProxy + "curl -sS --max-time 10 " + url + "/direct; echo; " +
+		noProxy + python + ` -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('` + url + `/urllib').read().decode())"; echo; ` +
+		noProxy + python + ` -c "
+import socket
+s = socket.create_connection(('127.0.0.1', ` + up.port + `), timeout=10)
+s.sendall(b'GET /raw HTTP/1.0\r\n\r\n')
+print(s.makefile('rb').read().split(b'\r\n\r\n', 1)[1].decode())"; ` +
+		noProxy + "curl -sS --max-time 10 http://127.0.0.1:" + other.port + "/ 2>&1 | sed 's/ after .*//'"
+	r := b.run("--allow-host", "127.0.0.1:"+up.port, "--", "sh", "-c", script)
+	want := "upstream /proxy\nupstream /direct\nupstream /urllib\nupstream /raw\n" +
+		"curl: (7) Failed to connect to 127.0.0.1 port " + other.port + "\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("want %q\n%v", want, r)
+	}
+	if up.hits.Load() != 5 || other.hits.Load() != 0 {
+		t.Errorf("upstream hits %d (want 5: the control and four runs), other port %d (want 0)", up.hits.Load(), other.hits.Load())
+	}
+	if c := b.run("--", "curl", "-sS", "--max-time", "5", url+"/none"); c.code == 0 || up.hits.Load() != 5 {
+		t.Errorf("control: without --allow-host the host listener must be unreachable\n%v", c)
+	}
+
+	r = b.run("--", "sh", "-c", python+` -c "
+import socket, time
+t = time.time()
+try:
+    socket.getaddrinfo('example.com', 443)
+    print('resolved')
+except socket.gaierror as e:
+    print(e.errno, 'fast' if time.time() - t < 1 else 'slow')"`)
+	if r.code != 0 || r.stdout != "-2 fast\n" || !strings.Contains(r.stderr, "sbx: denied resolve example.com (no DNS in the sandbox)\n") {
+		t.Errorf("a name: want NXDOMAIN (EAI_NONAME, -2) at once, and reported\n%v", r)
+	}
+
+	// An allowed address beyond loopback (TEST-NET-2: nothing answers
+	// there, so only sbx's forwarder can accept) is put on the
+	// sandbox's lo with sbx's listener; without the rule the same
+	// connect has no route (the control).
+	connect := python + ` -c "
+import socket
+try:
+    socket.create_connection(('198.51.100.7', 9), timeout=5); print('accepted')
+except OSError as e:
+    print(e.errno)"`
+	r = b.run("--allow-host", "198.51.100.7:9", "--", "sh", "-c", "ip -o addr show lo | grep -c 198.51.100.7/32; "+connect)
+	if r.stdout != "1\naccepted\n" {
+		t.Errorf("an allowed address beyond loopback: want it on lo and sbx's forwarder accepting\n%v", r)
+	}
+	if c := b.run("--", "sh", "-c", connect); c.stdout != fmt.Sprintf("%d\n", syscall.ENETUNREACH) {
+		t.Errorf("control: without the rule, want ENETUNREACH\n%v", c)
+	}
+
+	r = b.run("--net", "host", "--", "curl", "-sS", "--max-time", "10", url+"/host")
+	if r.code != 0 || r.stdout != "upstream /host" || !strings.Contains(r.stderr, "sbx: WARNING: --net host") {
+		t.Errorf("--net host: want the host's listener reachable, and announced\n%v", r)
 	}
 }
 

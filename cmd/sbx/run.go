@@ -33,7 +33,7 @@ No network but the sandbox's own loopback (an empty network namespace: test
 servers work, nothing outside is reachable) unless --allow-host, no
 capabilities, no_new_privs, a seccomp filter, and cgroup limits.
 Without root (rootless), the same in a user namespace, with Landlock and
-seccomp in place of the BPF tiers (so no --allow-host or --net host), and
+seccomp in place of the BPF tiers (no denial reports from the wall), and
 limits as cgroups only where a cgroup2 subtree is delegated to you (else as
 rlimits, with a note; explicit --memory/--cpus/--pids then refuse to run).
 See sbx doctor.
@@ -77,6 +77,7 @@ func cmdRun(args []string, s streams) int {
 		policy            = "auto"
 		violations  string
 		allowHosts  listFlag
+		publish     listFlag
 		netMode     = "loopback"
 		help        bool
 	)
@@ -86,7 +87,7 @@ func cmdRun(args []string, s streams) int {
 	fs.Var(&ro, "ro", "`PATH` also show PATH read-only at its own path (repeatable)")
 	fs.Var(&rw, "rw", "`PATH` also show PATH read-write at its own path (repeatable); a single file below your home is copied in and back (so a save by rename works), one in the writable workspace is the workspace's own")
 	fs.StringVar(&o.Home, "home", "", "`DIR|tmp` host directory behind $HOME (default: ${XDG_DATA_HOME:-~/.local/share}/sbx/home); \"tmp\" for a throwaway home removed after the run")
-	fs.Var(&env, "env", "`NAME` pass the host's NAME through (repeatable)\n`NAME=VALUE` set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG, LC_*, TZ and SBX=1 are set otherwise")
+	fs.Var(&env, "env", "`NAME` pass the host's NAME through (repeatable)\n`NAME=VALUE` set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG, LC_*, TZ and SBX=1 are set otherwise (and, without --allow-host, npm_config_fetch_retries=0: npm fails at once instead of retrying for 70 s)")
 	fs.StringVar(&memory, "memory", memory, "`SIZE` memory limit, e.g. 512m, 2g (default: half the RAM, see below); exceeding it kills the program")
 	fs.Float64Var(&cpus, "cpus", cpus, "`N` CPU limit in cores (default: all CPUs, see below)")
 	fs.Int64Var(&pids, "pids", pids, "`N` process limit (default 4096); fork fails beyond it")
@@ -94,8 +95,9 @@ func cmdRun(args []string, s streams) int {
 	fs.StringVar(&tty, "tty", tty, "`MODE` auto|always|never: give the program its own pty (auto: when stdin and stdout are terminals)")
 	fs.StringVar(&policy, "policy", policy, "`TIER` file tier to demand: auto (every tier the kernel has: BPF LSM and/or Landlock; refuse to run with none), landlock, or bpf; a demanded tier that is missing makes sbx exit 125")
 	fs.StringVar(&violations, "violations", "", "`FILE` append every denied operation to FILE as a JSON line (time, pid, comm, op, target, errno, tier); denials are also summarized on stderr as \"sbx: denied ...\" lines")
-	fs.Var(&allowHosts, "allow-host", "`HOST[:PORT]` let the program reach HOST (port 443 unless given) through sbx's HTTP proxy (repeatable). HOST is a name, *.DOMAIN for its subdomains (not DOMAIN itself), or an IP address ([::1]:8080). HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY (both cases) and NODE_USE_ENV_PROXY=1 are set; names that resolve to loopback, private or link-local addresses are refused unless that address is allowed itself")
+	fs.Var(&allowHosts, "allow-host", "`HOST[:PORT]` let the program reach HOST (port 443 unless given) through sbx's HTTP proxy and, for clients that ignore proxy variables, sbx's DNS and forwarders in the sandbox (repeatable). HOST is a name, *.DOMAIN for its subdomains (not DOMAIN itself), or an IP address ([::1]:8080); 127.0.0.1:PORT, [::1]:PORT and localhost:PORT mean this machine's loopback at the same address and port. HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY (both cases) and NODE_USE_ENV_PROXY=1 are set; names that resolve to loopback, private or link-local addresses are refused unless that address is allowed itself")
 	fs.StringVar(&netMode, "net", netMode, "`MODE` loopback (default): the sandbox's own loopback (127.0.0.1, ::1: servers and clients of the program itself, not this machine's) and the --allow-host destinations; every other destination is refused and reported. none: no inet socket at all but the --allow-host proxy's. host: share the host's network. WARNING: with host the program can reach everything this machine can (your LAN, local services, cloud metadata): no isolation")
+	fs.Var(&publish, "publish", "`[ADDR:]PORT[:SANDBOX_PORT]` forward this machine's ADDR:PORT (ADDR 127.0.0.1 unless given, [::1] in brackets) to the sandbox's loopback at SANDBOX_PORT (PORT unless given), as docker run -p: a dev server or a login callback the program serves (repeatable; --net loopback only)")
 	// Fitting the host (issue 18): see runner/discover.go.
 	fs.BoolVar(&o.NoDiscover, "no-discover", false, "do not show a command that is missing in the sandbox but installed on the host (nvm, npm --prefix, ~/.local/bin, ~/.bun/bin): by default sbx shows its installation read-only and says so")
 	fs.BoolVar(&help, "help", false, "")
@@ -158,11 +160,10 @@ func cmdRun(args []string, s streams) int {
 		if len(allowHosts) > 0 {
 			return fail(s, errors.New("run: --allow-host needs --net loopback or none (with --net host everything is reachable)"))
 		}
-		if !runner.Rootless() { // rootless, the run refuses --net host
-			fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
-		}
+		fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
 	}
 	o.AllowHosts = allowHosts
+	o.Publish = publish
 	if o.Policy, err = runner.ParsePolicy(policy); err != nil {
 		return fail(s, fmt.Errorf("run: --policy: %v", err))
 	}

@@ -351,12 +351,6 @@ func (pf *profileFlags) apply(fs *flag.FlagSet, s streams, o *runner.Options, v 
 			return nil, fmt.Errorf("timeout %q: %v", eff.Timeout, err)
 		}
 	}
-	if runner.Rootless() && len(*v.allowHosts) == 0 && len(eff.AllowHosts) > 0 {
-		// The profile's or settings' hosts need the egress proxy, which
-		// needs root; say so rather than refuse the run.
-		fmt.Fprintf(s.err, "sbx: rootless: the %d --allow-host rule(s) of the profile, config or settings cannot apply (the egress proxy needs root; run with sudo): no network beyond the sandbox's loopback\n", len(eff.AllowHosts))
-		eff.AllowHosts = nil
-	}
 	*v.allowHosts, *v.env, *v.ro, *v.rw = eff.AllowHosts, eff.Env, eff.ReadOnly, eff.ReadWrite
 	o.Masks, o.Protect = eff.Mask, eff.Protect
 	o.Quiet = eff.Quiet != nil && *eff.Quiet
