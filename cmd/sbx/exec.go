@@ -30,6 +30,8 @@ Request (JSON Schema: gate/request.schema.json):
    "write": false, "confirmWrite": false,   writable workspace needs both
    "allowShell": false, "confirmShell": false,  sh/bash/... need both
    "timeoutMs": 120000,              optional, at most 120000
+   "ro": ["/opt/agent"],             optional, up to 16 absolute existing paths
+                                     shown read-only (never the home or above)
    "stage": false}                   stage host paths named in the command
                                      (an agent's --session ...): off unless true
 
