@@ -202,9 +202,11 @@ func (t *tunnel) splice(dst, src *net.TCPConn) {
 			t.close() // idle in both directions
 			return
 		}
-		src.SetReadDeadline(deadline)
+		// Setting a deadline fails only on a closed connection, which
+		// ReadFrom below reports.
+		_ = src.SetReadDeadline(deadline)
 		wdl := now.Add(t.idle)
-		dst.SetWriteDeadline(wdl)
+		_ = dst.SetWriteDeadline(wdl)
 		lr.N = spliceChunk
 		n, err := dst.ReadFrom(lr)
 		if n > 0 {

@@ -23,8 +23,9 @@ func stdStreams() streams { return streams{in: os.Stdin, out: os.Stdout, err: os
 
 const usage = `sbx runs a program in a sandbox that the kernel enforces: it sees the host's
 system directories read-only, its workspace (read-only unless --write), a
-private home and /tmp, and nothing else; it has no network, no capabilities,
-a seccomp filter and memory, CPU and process limits. No daemon, no image.
+private home and /tmp, and nothing else; no network beyond its own loopback
+unless allowed (--allow-host), no capabilities, a seccomp filter and memory,
+CPU and process limits. No daemon, no image.
 
 Usage:
   sbx run [flags] -- CMD [ARGS...]   run CMD in a new sandbox
