@@ -61,7 +61,13 @@ var claude = Profile{
 
 // codex: Codex CLI (npm @openai/codex). developers.openai.com/codex
 // config-basic: settings in ~/.codex/config.toml ($CODEX_HOME), login in
-// ~/.codex/auth.json; OPENAI_API_KEY, OPENAI_BASE_URL. Its own sandbox
+// ~/.codex/auth.json; OPENAI_API_KEY, OPENAI_BASE_URL. Codex 0.171 reads
+// neither variable for its model turn (issue #18, observed): `codex exec`
+// authenticates with CODEX_API_KEY (developers.openai.com/codex
+// noninteractive: "CODEX_API_KEY=<api-key> codex exec ...") and takes its
+// endpoint from the config key openai_base_url (config.toml or `-c`); with
+// only OPENAI_BASE_URL it dials api.openai.com. The older names stay for
+// older releases and for the tools Codex runs. Its own sandbox
 // (bubblewrap/Landlock on Linux) cannot nest inside sbx's ("bwrap: No
 // permissions to create new namespace", issue #18): sandbox_mode
 // "danger-full-access" (the documented value that runs commands without
@@ -72,7 +78,7 @@ var codex = Profile{
 	Name:        "codex",
 	Description: "Codex CLI: OpenAI API; ~/.codex/auth.json and config.toml read-only; Codex's own sandbox off (sbx is the sandbox)",
 	AllowHosts:  []string{"api.openai.com", "chatgpt.com"},
-	Env:         []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"},
+	Env:         []string{"CODEX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"},
 	ReadOnlyIfExists: []string{
 		"~/.codex/auth.json", "~/.codex/config.toml",
 	},
