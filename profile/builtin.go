@@ -89,7 +89,12 @@ var codex = Profile{
 // docs/reference/configuration: user settings ~/.gemini/settings.json,
 // GEMINI_API_KEY, GOOGLE_API_KEY, GOOGLE_CLOUD_PROJECT; Google login
 // cached in ~/.gemini/oauth_creds.json and ~/.gemini/google_accounts.json.
-// GOOGLE_GEMINI_BASE_URL points it at another endpoint. docs/cli/sandbox:
+// GOOGLE_GEMINI_BASE_URL points it at another endpoint; Gemini CLI 0.61's
+// headless mode (-p) then wants the auth type named in settings.json
+// (security.auth.selectedType "gemini-api-key"), else it infers "gateway"
+// and refuses it, and it wants --skip-trust or GEMINI_CLI_TRUST_WORKSPACE
+// (docs/cli/trusted-folders) for an untrusted directory: both left to the
+// user (issue #18, observed). docs/cli/sandbox:
 // GEMINI_SANDBOX chooses its own (container) sandbox; "false" keeps it
 // off, since sbx is the sandbox.
 var gemini = Profile{
