@@ -117,7 +117,9 @@ var gemini = Profile{
 // ~/.local/share/opencode/auth.json; OPENCODE_CONFIG and
 // OPENCODE_DISABLE_AUTOUPDATE (docs: environment variables). Model
 // metadata comes from models.dev. Provider keys as the providers name
-// them.
+// them. ANTHROPIC_BASE_URL: opencode 1.18's Anthropic provider takes its
+// endpoint from it (issue #18, observed: without it in the sandbox,
+// opencode dials api.anthropic.com whatever the host's variable says).
 var opencode = Profile{
 	Name:        "opencode",
 	Description: "opencode: Anthropic, OpenAI, OpenRouter APIs and models.dev; its config and auth.json read-only",
@@ -125,7 +127,7 @@ var opencode = Profile{
 		"api.anthropic.com", "api.openai.com", "openrouter.ai", "models.dev",
 	},
 	Env: []string{
-		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY",
+		"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY",
 		"OPENCODE_CONFIG", "OPENCODE_DISABLE_AUTOUPDATE=1",
 	},
 	ReadOnlyIfExists: []string{
