@@ -161,9 +161,6 @@ func TestCodexProfileReachesProvider(t *testing.T) {
 	prefix := codexAgent.install(t)
 	port, rec := fakeResponses(t, "sk-from-host")
 	e := newEgressBox(t)
-	if rootless() {
-		t.Skip("the cached Codex install is not executable by the as-user pass's user")
-	}
 	codex := filepath.Join(prefix, "node_modules", ".bin", "codex")
 	env := opts{env: append(confEnv(t, ""), "CODEX_API_KEY=sk-from-host")}
 	args := []string{"run", "--ro", prefix, "--allow-host", "127.0.0.1:" + port, "--", codex,

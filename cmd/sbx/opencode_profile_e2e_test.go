@@ -20,9 +20,6 @@ func TestOpencodeProfileReachesProvider(t *testing.T) {
 	prefix := opencodeAgent.install(t)
 	port, requests := fakeAnthropic(t)
 	e := newEgressBox(t)
-	if rootless() {
-		t.Skip("the cached opencode install is not executable by the as-user pass's user")
-	}
 	opencode := filepath.Join(prefix, "node_modules", ".bin", "opencode")
 	env := opts{env: append(confEnv(t, ""), "ANTHROPIC_BASE_URL=http://127.0.0.1:"+port+"/v1", "ANTHROPIC_API_KEY=sk-from-host")}
 	args := []string{"run", "--ro", prefix, "--allow-host", "127.0.0.1:" + port, "--", opencode,
