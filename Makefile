@@ -105,7 +105,7 @@ generate:
 	$(GO) generate ./bpf/...
 
 generate-check:
-	@if [ -n "$$(ls bpf/*.c 2>/dev/null)" ] && command -v clang >/dev/null; then \
+	@if [ -n "$$(find bpf -name '*.c' 2>/dev/null)" ] && command -v clang >/dev/null; then \
 		$(GO) generate ./bpf/... && git diff --exit-code -- bpf/ || { echo "bpf2go output is stale: run make generate and commit"; exit 1; }; \
 	fi
 
