@@ -94,7 +94,7 @@
 //
 // # Runner sequence
 //
-//	Mount()                                  // bpffs at /sys/fs/bpf
+//	pin.Mount()                                  // bpffs at /sys/fs/bpf
 //	n, _ := OpenNet(parent, nil)             // once per sbx process
 //	mkdir parent/<run-id>; id, _ := CgroupID(dir)
 //	r, _ := n.Events(id)                     // before the first task starts

@@ -1,8 +1,6 @@
 package bpf
 
 import (
-	"github.com/sbx-sandbox/sbx/canary"
-
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/canary"
 )
 
 // Op is the operation a program denied (enum sbx_op in sbx_event.h; a test

@@ -12,6 +12,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/bpf/pin"
 )
 
 // LSMOptions tune [OpenLSM]. The zero value loads private programs and
@@ -21,7 +23,7 @@ type LSMOptions struct {
 	// so that LSM denials land in the same per-run rings as the network
 	// wall's and one [EventReader] per run sees both.
 	Events *EventMaps
-	// PinRoot, if set, is a bpffs directory (such as [DefaultPinRoot])
+	// PinRoot, if set, is a bpffs directory (such as [pin.DefaultRoot])
 	// where the programs' links and maps are pinned, so that later
 	// processes reuse them instead of loading and verifying the programs
 	// again. Every other "lsm-*" directory there (older program versions,
@@ -66,8 +68,8 @@ type LSM struct {
 	links   map[string]link.Link
 	maps    map[string]*ebpf.Map
 	loaded  bool
-	slotDir string  // EventMaps.SlotDir
-	use     *dirUse // held on dir while the handle is open
+	slotDir string   // EventMaps.SlotDir
+	use     *pin.Use // held on dir while the handle is open
 
 	mu    sync.Mutex
 	added map[uint64][]lsmSbxAllowKey
@@ -142,25 +144,25 @@ func (l *LSM) open(opts *LSMOptions) error {
 	}
 	keep := filepath.Base(l.dir)
 	if err := l.openPinned(opts.Events); err == nil {
-		sweepOthers(opts.PinRoot, "lsm-", keep)
+		pin.SweepOthers(opts.PinRoot, "lsm-", keep)
 		return nil
 	}
-	lock, err := lockPinRoot(opts.PinRoot)
+	lock, err := pin.LockRoot(opts.PinRoot)
 	if err != nil {
 		return err
 	}
-	defer lock.unlock()
+	defer lock.Unlock()
 	if err := l.openPinned(opts.Events); err == nil {
-		_ = removeOthers(opts.PinRoot, "lsm-", keep)
+		_ = pin.RemoveOthers(opts.PinRoot, "lsm-", keep)
 		return nil
 	}
 	// A broken set of this build's pins goes; other builds' sets go unless
 	// a run still holds them (they stay attached until it ends, and a
 	// later open sweeps them).
-	if err := removePinDir(l.dir); err != nil {
+	if err := pin.RemoveDir(l.dir); err != nil {
 		return err
 	}
-	if err := removeOthers(opts.PinRoot, "lsm-", keep); err != nil {
+	if err := pin.RemoveOthers(opts.PinRoot, "lsm-", keep); err != nil {
 		return err
 	}
 	if err := l.load(opts.Events); err != nil {
@@ -169,7 +171,7 @@ func (l *LSM) open(opts *LSMOptions) error {
 	if err := l.pin(opts.Events == nil); err != nil {
 		return err
 	}
-	l.use, err = holdDir(l.dir)
+	l.use, err = pin.Hold(l.dir)
 	return err
 }
 
@@ -180,7 +182,7 @@ func (l *LSM) openPinned(shared *EventMaps) (err error) {
 			l.closeAll()
 		}
 	}()
-	if l.use, err = holdDir(l.dir); err != nil {
+	if l.use, err = pin.Hold(l.dir); err != nil {
 		return err
 	}
 	names := lsmPinnedMaps
@@ -497,7 +499,7 @@ func (l *LSM) Unpin() error {
 	if l.dir == "" {
 		return nil
 	}
-	return removePinDir(l.dir)
+	return pin.RemoveDir(l.dir)
 }
 
 func (l *LSM) closeAll() error {
@@ -510,7 +512,7 @@ func (l *LSM) closeAll() error {
 		errs = append(errs, m.Close())
 		delete(l.maps, name)
 	}
-	l.use.release()
+	l.use.Release()
 	l.use = nil
 	return errors.Join(errs...)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/sbx-sandbox/sbx/bpf/pin"
 )
 
 // TestLSMPinnedSharedEvents is the setup sbx uses: the LSM programs share
@@ -115,14 +117,14 @@ func netEventMaps(t *testing.T) EventMaps {
 // lsmPinRoot is a test-only pin root on bpffs, removed at cleanup.
 func lsmPinRoot(t *testing.T) string {
 	t.Helper()
-	if err := Mount(); err != nil {
+	if err := pin.Mount(); err != nil {
 		t.Fatal(err)
 	}
-	pinRoot := filepath.Join(BPFFS, fmt.Sprintf("sbx-lsm-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-")))
+	pinRoot := filepath.Join(pin.BPFFS, fmt.Sprintf("sbx-lsm-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-")))
 	t.Cleanup(func() {
 		entries, _ := os.ReadDir(pinRoot)
 		for _, e := range entries {
-			if err := removePinDir(filepath.Join(pinRoot, e.Name())); err != nil {
+			if err := pin.RemoveDir(filepath.Join(pinRoot, e.Name())); err != nil {
 				t.Errorf("remove pins: %v", err)
 			}
 		}

@@ -1,8 +1,6 @@
 package bpf
 
 import (
-	"github.com/sbx-sandbox/sbx/policy"
-
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,11 +12,14 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/sbx-sandbox/sbx/bpf/pin"
+	"github.com/sbx-sandbox/sbx/policy"
 )
 
 // NetOptions tune [OpenNet]. The zero value is what sbx uses.
 type NetOptions struct {
-	// PinRoot is the bpffs directory holding the pins ([DefaultPinRoot] if
+	// PinRoot is the bpffs directory holding the pins ([pin.DefaultRoot] if
 	// empty). One pin root serves one parent cgroup: every other "net-*"
 	// directory in it (older program versions, or a parent that was
 	// recreated) is removed by the first open that finds it unused (no
@@ -41,7 +42,7 @@ type Net struct {
 	links    []link.Link // in netProgs order
 	maps     map[string]*ebpf.Map
 	loaded   bool
-	use      *dirUse // held on dir while the handle is open
+	use      *pin.Use // held on dir while the handle is open
 }
 
 // netProg says where one program of net.c is attached.
@@ -82,7 +83,7 @@ var errPins = errors.New("pins missing or incomplete")
 // attaches and pins them. opts may be nil. The error wraps [ErrNotSupported]
 // when the kernel lacks cgroup2, cgroup BPF or bpf_link.
 func OpenNet(parentCgroup string, opts *NetOptions) (*Net, error) {
-	pinRoot := DefaultPinRoot
+	pinRoot := pin.DefaultRoot
 	if opts != nil && opts.PinRoot != "" {
 		pinRoot = opts.PinRoot
 	}
@@ -108,20 +109,20 @@ func OpenNet(parentCgroup string, opts *NetOptions) (*Net, error) {
 
 	// Warm path, without the lock: every pin there and every link attached.
 	if err := n.openPinned(false); err == nil {
-		sweepOthers(pinRoot, "net-", filepath.Base(n.dir))
+		pin.SweepOthers(pinRoot, "net-", filepath.Base(n.dir))
 		return n, nil
 	}
 
-	lock, err := lockPinRoot(pinRoot)
+	lock, err := pin.LockRoot(pinRoot)
 	if err != nil {
 		return nil, fmt.Errorf("open net wall: %w", err)
 	}
-	defer lock.unlock()
+	defer lock.Unlock()
 	// Another process may have finished loading meanwhile; a detached link
 	// is re-attached here.
 	err = n.openPinned(true)
 	if err == nil {
-		_ = removeOthers(pinRoot, "net-", filepath.Base(n.dir))
+		_ = pin.RemoveOthers(pinRoot, "net-", filepath.Base(n.dir))
 		return n, nil
 	}
 	if !errors.Is(err, errPins) {
@@ -146,7 +147,7 @@ func (n *Net) openPinned(repair bool) (err error) {
 			n.closeAll()
 		}
 	}()
-	if n.use, err = holdDir(n.dir); err != nil {
+	if n.use, err = pin.Hold(n.dir); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%w: %w", errPins, err)
 		}
@@ -259,10 +260,10 @@ func (n *Net) attach(p netProg, prog *ebpf.Program) (link.Link, error) {
 // those a run still uses stay, attached, until a later open sweeps them.
 // Called under the pin lock.
 func (n *Net) removeStale(pinRoot string) error {
-	if err := removePinDir(n.dir); err != nil {
+	if err := pin.RemoveDir(n.dir); err != nil {
 		return err
 	}
-	return removeOthers(pinRoot, "net-", filepath.Base(n.dir))
+	return pin.RemoveOthers(pinRoot, "net-", filepath.Base(n.dir))
 }
 
 // load loads and verifies the programs, attaches and pins them. Called under
@@ -312,7 +313,7 @@ func (n *Net) load() (err error) {
 		}
 		if err != nil {
 			n.closeAll()
-			_ = removePinDir(n.dir)
+			_ = pin.RemoveDir(n.dir)
 		}
 	}()
 
@@ -336,7 +337,7 @@ func (n *Net) load() (err error) {
 			return fmt.Errorf("pin map %s: %w", name, err)
 		}
 	}
-	if n.use, err = holdDir(n.dir); err != nil {
+	if n.use, err = pin.Hold(n.dir); err != nil {
 		return err
 	}
 	n.loaded = true
@@ -354,7 +355,7 @@ func (n *Net) closeAll() error {
 		errs = append(errs, m.Close())
 	}
 	n.links, n.maps = nil, nil
-	n.use.release()
+	n.use.Release()
 	n.use = nil
 	return errors.Join(errs...)
 }
@@ -371,7 +372,7 @@ func (n *Net) Close() error {
 // stay attached until the last process holding them (this handle included)
 // closes them.
 func (n *Net) Unpin() error {
-	if err := removePinDir(n.dir); err != nil {
+	if err := pin.RemoveDir(n.dir); err != nil {
 		return fmt.Errorf("unpin net wall: %w", err)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/bpf/pin"
 	"github.com/sbx-sandbox/sbx/canary"
 )
 
@@ -84,14 +85,14 @@ func newTestParent(t testing.TB) string {
 // newPinRoot returns a test-only pin root on bpffs, removed at cleanup.
 func newPinRoot(t testing.TB) string {
 	t.Helper()
-	if err := Mount(); err != nil {
+	if err := pin.Mount(); err != nil {
 		t.Fatalf("mount bpffs: %v", err)
 	}
-	root := filepath.Join(BPFFS, "sbx-test-"+randName(t))
+	root := filepath.Join(pin.BPFFS, "sbx-test-"+randName(t))
 	t.Cleanup(func() {
 		entries, _ := os.ReadDir(root)
 		for _, e := range entries {
-			if err := removePinDir(filepath.Join(root, e.Name())); err != nil {
+			if err := pin.RemoveDir(filepath.Join(root, e.Name())); err != nil {
 				t.Errorf("remove pins: %v", err)
 			}
 		}

@@ -449,39 +449,6 @@ func TestNetOtherVersionInUse(t *testing.T) {
 	}
 }
 
-// TestPinDirUse: a held pin directory is not removed; a released one is;
-// holding a missing one is ErrNotExist (the caller's cue to load).
-func TestPinDirUse(t *testing.T) {
-	root := newPinRoot(t)
-	if err := os.MkdirAll(filepath.Join(root, "d"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "d")
-	u, err := holdDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u2, err := holdDir(dir) // shared: two runs of one build
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.release()
-	if gone, err := removeUnused(dir); err != nil || gone {
-		t.Fatalf("removeUnused of a held dir: gone %v, %v", gone, err)
-	}
-	u2.release()
-	u2.release() // twice is fine
-	if gone, err := removeUnused(dir); err != nil || !gone {
-		t.Fatalf("removeUnused of a released dir: gone %v, %v", gone, err)
-	}
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("dir still there: %v", err)
-	}
-	if _, err := holdDir(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("holdDir of a missing dir: %v, want ErrNotExist", err)
-	}
-}
-
 func TestOpenNetErrors(t *testing.T) {
 	requireRoot(t)
 	mnt, err := Cgroup2Mount()

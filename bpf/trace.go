@@ -15,11 +15,13 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/bpf/pin"
 )
 
 // TraceOptions tune [OpenTrace]. The zero value is what sbx uses.
 type TraceOptions struct {
-	// PinRoot is the bpffs directory holding the pins ([DefaultPinRoot] if
+	// PinRoot is the bpffs directory holding the pins ([pin.DefaultRoot] if
 	// empty). Loading a fresh tracer removes every other "trace-*"
 	// directory in it that no run uses (older versions, or event maps
 	// that were replaced); one in use stays until its last run ends.
@@ -63,7 +65,7 @@ func OpenTrace(parentCgroup string, events EventMaps, opts *TraceOptions) (*Trac
 	if events.Events == nil || events.Drops == nil || events.Unrouted == nil {
 		return nil, errors.New("open denial tracer: incomplete event maps")
 	}
-	pinRoot := DefaultPinRoot
+	pinRoot := pin.DefaultRoot
 	if opts != nil && opts.PinRoot != "" {
 		pinRoot = opts.PinRoot
 	}
@@ -94,19 +96,19 @@ func OpenTrace(parentCgroup string, events EventMaps, opts *TraceOptions) (*Trac
 	if t.prog, err = ebpf.LoadPinnedProgram(filepath.Join(t.dir, "prog"), nil); err == nil {
 		return t, nil
 	}
-	lock, err := lockPinRoot(pinRoot)
+	lock, err := pin.LockRoot(pinRoot)
 	if err != nil {
 		return nil, fmt.Errorf("open denial tracer: %w", err)
 	}
-	defer lock.unlock()
+	defer lock.Unlock()
 	if t.prog, err = ebpf.LoadPinnedProgram(filepath.Join(t.dir, "prog"), nil); err == nil {
 		return t, nil
 	}
 	// Other tracers' pins go only when no run uses them: as for the
-	// wall's and the LSM tier's pins (removeOthers). Removing one in use
+	// wall's and the LSM tier's pins (pin.RemoveOthers). Removing one in use
 	// made its build load and attach a second copy at its next run, which
 	// then reported each denial of the runs still using the first twice.
-	if err := removeOthers(pinRoot, "trace-", filepath.Base(t.dir)); err != nil {
+	if err := pin.RemoveOthers(pinRoot, "trace-", filepath.Base(t.dir)); err != nil {
 		return nil, fmt.Errorf("open denial tracer: %w", err)
 	}
 	level := uint32(len(strings.Split(rel, string(filepath.Separator))))
@@ -120,7 +122,7 @@ func OpenTrace(parentCgroup string, events EventMaps, opts *TraceOptions) (*Trac
 	}
 	if err := prog.Pin(filepath.Join(t.dir, "prog")); err != nil {
 		prog.Close()
-		_ = removePinDir(t.dir)
+		_ = pin.RemoveDir(t.dir)
 		return nil, fmt.Errorf("open denial tracer: pin: %w", err)
 	}
 	t.prog, t.loaded = prog, true
@@ -210,7 +212,7 @@ func (t *Trace) Close() error {
 }
 
 // Unpin removes the tracer's pins (tests). Runs using it keep their link.
-func (t *Trace) Unpin() error { return removePinDir(t.dir) }
+func (t *Trace) Unpin() error { return pin.RemoveDir(t.dir) }
 
 // PinDir is the bpffs directory holding the tracer's pins.
 func (t *Trace) PinDir() string { return t.dir }

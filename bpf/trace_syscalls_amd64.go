@@ -1,8 +1,9 @@
 package bpf
 
 import (
-	"github.com/sbx-sandbox/sbx/policy"
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/policy"
 )
 
 // traceSyscalls is what the tracer watches, by x86_64 syscall number:

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/bpf/pin"
 )
 
 // traceEnv is a wall and a tracer on a temporary parent cgroup, with the
@@ -234,12 +236,12 @@ func TestTracePinsKeptWhileUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := func() { // what another build's OpenTrace does, cold
-		lock, err := lockPinRoot(env.pinRoot)
+		lock, err := pin.LockRoot(env.pinRoot)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer lock.unlock()
-		if err := removeOthers(env.pinRoot, "trace-", "trace-otherbuild"); err != nil {
+		defer lock.Unlock()
+		if err := pin.RemoveOthers(env.pinRoot, "trace-", "trace-otherbuild"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/bpf/pin"
 )
 
 // The tracer is attached only while runs use it, because attached it taxes
@@ -29,30 +31,30 @@ type TraceUse struct {
 	link   link.Link
 	holder string
 	fd     int
-	dir    *dirUse // the pin directory, held so no other build removes it
+	dir    *pin.Use // the pin directory, held so no other build removes it
 }
 
 // Acquire attaches the tracer if no run uses it yet, and registers this
 // use. Events of a run reach its ring only while some use is held, so
 // acquire before the run's first task starts.
 func (t *Trace) Acquire() (_ *TraceUse, err error) {
-	lock, err := lockPinRoot(t.pinRoot)
+	lock, err := pin.LockRoot(t.pinRoot)
 	if err != nil {
 		return nil, fmt.Errorf("use denial tracer: %w", err)
 	}
-	defer lock.unlock()
-	dir, err := holdDir(t.dir)
+	defer lock.Unlock()
+	dir, err := pin.Hold(t.dir)
 	if err != nil {
 		return nil, fmt.Errorf("use denial tracer: %w", err)
 	}
 	users := filepath.Join(t.dir, "users")
 	if err := os.Mkdir(users, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		dir.release()
+		dir.Release()
 		return nil, fmt.Errorf("use denial tracer: %w", err)
 	}
 	holder, err := os.MkdirTemp(users, "u-")
 	if err != nil {
-		dir.release()
+		dir.Release()
 		return nil, fmt.Errorf("use denial tracer: %w", err)
 	}
 	u := &TraceUse{t: t, holder: holder, fd: -1, dir: dir}
@@ -114,7 +116,7 @@ func (u *TraceUse) close() {
 		os.Remove(u.holder)
 		u.holder = ""
 	}
-	u.dir.release()
+	u.dir.Release()
 }
 
 // Release ends this use; the last use detaches the tracer.
@@ -122,12 +124,12 @@ func (u *TraceUse) Release() error {
 	if u.t == nil {
 		return nil
 	}
-	lock, err := lockPinRoot(u.t.pinRoot)
+	lock, err := pin.LockRoot(u.t.pinRoot)
 	if err != nil {
 		u.close()
 		return fmt.Errorf("release denial tracer: %w", err)
 	}
-	defer lock.unlock()
+	defer lock.Unlock()
 	u.close()
 	dir := u.t.dir
 	u.t = nil

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/pin"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -19,7 +20,7 @@ type lsmTier struct {
 
 func openLSMTier(w *netWall) (*lsmTier, error) {
 	maps := w.net.EventMaps()
-	l, err := bpf.OpenLSM(&bpf.LSMOptions{Events: &maps, PinRoot: bpf.DefaultPinRoot})
+	l, err := bpf.OpenLSM(&bpf.LSMOptions{Events: &maps, PinRoot: pin.DefaultRoot})
 	if err != nil {
 		return nil, fmt.Errorf("file tier (BPF LSM): %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/pin"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -23,7 +24,7 @@ type netWall struct {
 
 // openNetWall loads (or reuses) the wall for the sandbox parent cgroup.
 func openNetWall() (*netWall, error) {
-	if err := bpf.Mount(); err != nil {
+	if err := pin.Mount(); err != nil {
 		return nil, fmt.Errorf("network wall (cgroup BPF): %w", err)
 	}
 	root, err := sandbox.Cgroup2Mount()

@@ -1,4 +1,12 @@
-package bpf
+// Package pin is the one lifecycle of sbx's pinned BPF objects, shared by
+// the network wall, the BPF LSM tier and the denial tracer: bpffs at
+// [BPFFS], a pin root ([DefaultRoot]) with one directory per program build
+// and parent cgroup, an exclusive lock on the root while pins are created,
+// repaired or removed ([LockRoot]), and a shared lock on a directory held by
+// every handle that uses its pins ([Hold]), so that loading one build's
+// pins removes another build's directory only when nobody uses it
+// ([RemoveUnused], [RemoveOthers], [SweepOthers]).
+package pin
 
 import (
 	"errors"
@@ -7,15 +15,16 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 
 // BPFFS is where bpffs is mounted ([Mount]).
 const BPFFS = "/sys/fs/bpf"
 
-// DefaultPinRoot is the bpffs directory under which sbx pins its objects,
+// DefaultRoot is the bpffs directory under which sbx pins its objects,
 // one subdirectory per program version and parent cgroup.
-const DefaultPinRoot = BPFFS + "/sbx"
+const DefaultRoot = BPFFS + "/sbx"
 
 // Mount ensures bpffs is mounted at [BPFFS], mounting it (mode 0700) if it is
 // not. It is a no-op when bpffs is already there.
@@ -29,7 +38,7 @@ func Mount() error {
 	err := unix.Mount("bpf", BPFFS, "bpf", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0700")
 	if err != nil {
 		if errors.Is(err, unix.ENODEV) {
-			err = fmt.Errorf("%w: %w", ErrNotSupported, err)
+			err = fmt.Errorf("%w: %w", ebpf.ErrNotSupported, err)
 		}
 		return fmt.Errorf("mount bpffs at %s: %w", BPFFS, err)
 	}
@@ -45,13 +54,13 @@ func isBPFFS(path string) (bool, error) {
 	return uint32(st.Type) == unix.BPF_FS_MAGIC, nil
 }
 
-// pinLock is an exclusive flock on a pin root, held while pins are created,
+// Lock is an exclusive flock on a pin root, held while pins are created,
 // repaired or removed so that concurrent sbx processes neither load the
 // programs twice nor see half a pin directory.
-type pinLock struct{ fd int }
+type Lock struct{ fd int }
 
-// lockPinRoot creates root (on bpffs) if needed and locks it.
-func lockPinRoot(root string) (*pinLock, error) {
+// LockRoot creates root (on bpffs) if needed and locks it.
+func LockRoot(root string) (*Lock, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("create pin root: %w", err)
 	}
@@ -60,7 +69,7 @@ func lockPinRoot(root string) (*pinLock, error) {
 		return nil, fmt.Errorf("statfs pin root %s: %w", root, err)
 	}
 	if !ok {
-		return nil, fmt.Errorf("pin root %s is not on bpffs (call bpf.Mount)", root)
+		return nil, fmt.Errorf("pin root %s is not on bpffs (call pin.Mount)", root)
 	}
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -76,33 +85,34 @@ func lockPinRoot(root string) (*pinLock, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("lock pin root %s: %w", root, err)
 	}
-	return &pinLock{fd}, nil
+	return &Lock{fd}, nil
 }
 
-func (l *pinLock) unlock() { unix.Close(l.fd) }
+// Unlock releases the lock.
+func (l *Lock) Unlock() { unix.Close(l.fd) }
 
-// removePinDir removes a pin directory and every pin in it, subdirectories
+// RemoveDir removes a pin directory and every pin in it, subdirectories
 // included. Removing a link's pin detaches it once no process holds the
 // link open.
-func removePinDir(dir string) error {
+func RemoveDir(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove pins: %w", err)
 	}
 	return nil
 }
 
-// dirUse is a shared flock on a pin directory, held by a handle (a Net or
+// Use is a shared flock on a pin directory, held by a handle (a Net or
 // an LSM) for as long as it uses the directory's pins and event rings.
 // Loading a build's pins removes other builds' directories only when
-// nobody holds them ([removeUnused]), so a run of one sbx build never loses
+// nobody holds them ([RemoveUnused]), so a run of one sbx build never loses
 // its pin directory to a run of another (an upgrade, two builds side by
 // side).
-type dirUse struct{ fd int }
+type Use struct{ fd int }
 
-// holdDir takes a shared lock on dir. It fails wrapping [os.ErrNotExist]
+// Hold takes a shared lock on dir. It fails wrapping [os.ErrNotExist]
 // when dir is missing, or was removed while the lock was awaited (a remover
 // holds it exclusively while it removes).
-func holdDir(dir string) (*dirUse, error) {
+func Hold(dir string) (*Use, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open pin dir %s: %w", dir, err)
@@ -126,20 +136,20 @@ func holdDir(dir string) (*dirUse, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("pin dir %s: removed while opening: %w", dir, os.ErrNotExist)
 	}
-	return &dirUse{fd}, nil
+	return &Use{fd}, nil
 }
 
-// release drops the lock; nil and repeated calls are fine.
-func (u *dirUse) release() {
+// Release drops the lock; nil and repeated calls are fine.
+func (u *Use) Release() {
 	if u != nil && u.fd >= 0 {
 		unix.Close(u.fd)
 		u.fd = -1
 	}
 }
 
-// removeUnused removes the pin directory dir unless a handle holds it
-// ([holdDir]), and reports whether dir is gone. Called under the pin lock.
-func removeUnused(dir string) (bool, error) {
+// RemoveUnused removes the pin directory dir unless a handle holds it
+// ([Hold]), and reports whether dir is gone. Called under the pin lock.
+func RemoveUnused(dir string) (bool, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return true, nil
@@ -154,13 +164,13 @@ func removeUnused(dir string) (bool, error) {
 		}
 		return false, fmt.Errorf("lock pin dir %s: %w", dir, err)
 	}
-	return true, removePinDir(dir)
+	return true, RemoveDir(dir)
 }
 
-// removeOthers removes, of the pin directories in pinRoot whose names
+// RemoveOthers removes, of the pin directories in pinRoot whose names
 // start with prefix, those nobody holds, except keep (a base name; "" for
 // none). Called under the pin lock.
-func removeOthers(pinRoot, prefix, keep string) error {
+func RemoveOthers(pinRoot, prefix, keep string) error {
 	entries, err := os.ReadDir(pinRoot)
 	if err != nil {
 		return fmt.Errorf("list pins: %w", err)
@@ -169,17 +179,17 @@ func removeOthers(pinRoot, prefix, keep string) error {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || e.Name() == keep {
 			continue
 		}
-		if _, err := removeUnused(filepath.Join(pinRoot, e.Name())); err != nil {
+		if _, err := RemoveUnused(filepath.Join(pinRoot, e.Name())); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// hasOthers reports whether pinRoot holds a pin directory named prefix*
+// HasOthers reports whether pinRoot holds a pin directory named prefix*
 // other than keep: left by another build, or by one whose runs still use
 // it. Cheap enough for every warm open (one read of a small directory).
-func hasOthers(pinRoot, prefix, keep string) bool {
+func HasOthers(pinRoot, prefix, keep string) bool {
 	entries, err := os.ReadDir(pinRoot)
 	if err != nil {
 		return false
@@ -192,17 +202,17 @@ func hasOthers(pinRoot, prefix, keep string) bool {
 	return false
 }
 
-// sweepOthers removes the unused pin directories named prefix* but keep,
+// SweepOthers removes the unused pin directories named prefix* but keep,
 // when there are any, taking the pin lock for it. It is garbage
 // collection: a failure leaves them for a later run and is not reported.
-func sweepOthers(pinRoot, prefix, keep string) {
-	if !hasOthers(pinRoot, prefix, keep) {
+func SweepOthers(pinRoot, prefix, keep string) {
+	if !HasOthers(pinRoot, prefix, keep) {
 		return
 	}
-	lock, err := lockPinRoot(pinRoot)
+	lock, err := LockRoot(pinRoot)
 	if err != nil {
 		return
 	}
-	defer lock.unlock()
-	_ = removeOthers(pinRoot, prefix, keep)
+	defer lock.Unlock()
+	_ = RemoveOthers(pinRoot, prefix, keep)
 }
