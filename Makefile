@@ -57,9 +57,9 @@ fuzz:
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZTIME) ./gate/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzShape$$' -fuzztime $(FUZZTIME) ./gate/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZTIME) ./stage/
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) ./bpf/
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzDecodeTraceEvent$$' -fuzztime $(FUZZTIME) ./bpf/
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseMountDevices$$' -fuzztime $(FUZZTIME) ./bpf/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) ./bpf/events/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzDecodeTraceEvent$$' -fuzztime $(FUZZTIME) ./bpf/events/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseMountDevices$$' -fuzztime $(FUZZTIME) ./bpf/lsm/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime $(FUZZTIME) ./cmd/sbx/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzRunFlags$$' -fuzztime $(FUZZTIME) ./cmd/sbx/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) ./egress/

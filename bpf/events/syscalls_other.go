@@ -3,7 +3,7 @@
 package events
 
 // The tracer decodes the x86_64 syscall ABI only (trace.c reads its
-// pt_regs); elsewhere it has nothing to watch and OpenTrace fails with
+// pt_regs); elsewhere it has nothing to watch and tracer.Open fails with
 // ErrNotSupported.
 var (
 	traceSyscalls = map[uint32]traceSyscall{}

@@ -17,7 +17,7 @@
  * period (synchronize_rcu, 8-16 ms here), twice per run. A ring is put into
  * its slot once, when the pool grows; a run then only updates sbx_drops, a
  * plain hash (microseconds). Who owns a slot is decided in user space (a
- * lock on the slot's pin directory, bpf/events_reader.go).
+ * lock on the slot's pin directory, bpf/events/reader.go).
  *
  * Include after vmlinux.h, <bpf/bpf_helpers.h> and sbx_event.h. The helpers
  * used here (bpf_get_current_cgroup_id, bpf_get_current_ancestor_cgroup_id,

@@ -12,7 +12,7 @@
 #define SBX_COMM_LEN 16
 
 /* Operation that was denied. Keep in sync with the Op constants in Go
- * (bpf/events.go), which a test checks against these values. */
+ * (bpf/events/events.go), which a test checks against these values. */
 enum sbx_op {
 	SBX_OP_NONE = 0,
 	SBX_OP_SOCKET_CREATE = 1,

@@ -21,7 +21,7 @@ import (
 // Options tune [Open]. The zero value loads private programs and
 // event maps that live as long as the [LSM].
 type Options struct {
-	// Events, if set, are the event routing maps to share ([Net.EventMaps]),
+	// Events, if set, are the event routing maps to share (netwall.Wall.EventMaps),
 	// so that LSM denials land in the same per-run rings as the network
 	// wall's and one [events.Reader] per run sees both.
 	Events *events.Maps
@@ -345,7 +345,7 @@ func (l *LSM) selfTest() error {
 }
 
 // AddSandbox restricts the tasks of the cgroup2 directory whose id is
-// cgroupID ([CgroupID]) and of every cgroup below it to policy, replacing
+// cgroupID (bpf.CgroupID) and of every cgroup below it to policy, replacing
 // any policy the sandbox had. From then on these tasks cannot mount, use
 // bpf(2), or create sockets of any family but AF_UNIX, so register the
 // sandbox after its init has set up its mounts and before the sandboxed
@@ -388,7 +388,7 @@ func (l *LSM) AddSandbox(cgroupID uint64, policy FilePolicy) error {
 }
 
 // AllowNet grants the sandbox registered as cgroupID (by [LSM.AddSandbox])
-// the socket exceptions in p, as [Net.Allow] does on the cgroup wall. With
+// the socket exceptions in p, as netwall.Wall.Allow does on the cgroup wall. With
 // p.Proxy, its tasks may create TCP sockets of the proxy's family, connect
 // them to exactly that address and port, and send on sockets connected
 // there; every other socket use stays refused. With p.HostNetwork, the
@@ -476,7 +476,7 @@ func (l *LSM) EventMaps() events.Maps {
 }
 
 // Events registers a ring buffer for the sandbox whose cgroup id is
-// cgroupID and returns its reader, as [Net.Events] does. With shared event
+// cgroupID and returns its reader, as netwall.Wall.Events does. With shared event
 // maps, use only one of the two for a run.
 func (l *LSM) Events(cgroupID uint64) (*events.Reader, error) {
 	return events.NewReader(l.EventMaps(), cgroupID)

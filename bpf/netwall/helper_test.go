@@ -35,8 +35,8 @@ type netEnv struct {
 	runID   uint64
 }
 
+// The fixtures of package bpftest, under the names these tests use.
 func requireRoot(t testing.TB)                      { bpftest.RequireRoot(t) }
-func randName(t testing.TB) string                  { return bpftest.RandName(t) }
 func newCgroupDir(t testing.TB, path string) string { return bpftest.CgroupDir(t, path) }
 func newTestParent(t testing.TB) string             { return bpftest.Parent(t) }
 func newPinRoot(t testing.TB) string                { return bpftest.PinRoot(t) }

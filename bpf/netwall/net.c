@@ -5,7 +5,7 @@
  * sbx's network wall: cgroup socket programs that refuse, with EPERM, every
  * inet socket and every connect, sendmsg and bind of sandboxed tasks.
  *
- * Attachment (bpf/net.go, bpf/doc.go):
+ * Attachment (package bpf/netwall, its doc.go):
  *  - sbx_sock_create is attached to the parent cgroup under which every run
  *    cgroup is created. A socket belongs to the cgroup of the task that
  *    created it, so it only runs for sockets created under the parent, and

@@ -7,7 +7,7 @@
  * capabilities) by watching syscalls return.
  *
  * One tp_btf program on sys_exit. Every syscall of the host passes through
- * it while it is attached (bpf/trace.go attaches it only while a run uses
+ * it while it is attached (bpf/tracer attaches it only while a run uses
  * it), so it leaves as early and as cheaply as it can:
  *   1. the return value must be one of the refusals in SBX_REFUSALS;
  *   2. the task must be under sbx's parent cgroup (one helper call at the
@@ -19,7 +19,7 @@
  * ring (events.h).
  *
  * What the syscalls mean (op names, tiers) is decided in Go from the
- * syscall number (bpf/trace_syscalls.go); the table tells this program
+ * syscall number (bpf/events/syscalls_amd64.go); the table tells this program
  * only where each syscall keeps its path, dirfd, flags or socket address.
  * Refusals the network wall reports itself (EPERM of an AF_INET/AF_INET6
  * socket, connect, bind or sendmsg) are left out here, so none is reported
