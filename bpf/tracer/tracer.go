@@ -43,7 +43,7 @@ type Tracer struct {
 	loaded  bool
 }
 
-// traceVersion names this build's pin directory (see netVersion): the
+// traceVersion names this build's pin directory (as netwall's netVersion does): the
 // program and the syscall table it is loaded with, so that a build that
 // only changes the table does not reuse a pinned program with the old one.
 var traceVersion = sync.OnceValue(func() string {
