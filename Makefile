@@ -57,9 +57,9 @@ fuzz:
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZTIME) ./gate/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzShape$$' -fuzztime $(FUZZTIME) ./gate/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZTIME) ./stage/
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) ./bpf/
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzDecodeTraceEvent$$' -fuzztime $(FUZZTIME) ./bpf/
-	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseMountDevices$$' -fuzztime $(FUZZTIME) ./bpf/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) ./bpf/events/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzDecodeTraceEvent$$' -fuzztime $(FUZZTIME) ./bpf/events/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseMountDevices$$' -fuzztime $(FUZZTIME) ./bpf/lsm/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime $(FUZZTIME) ./cmd/sbx/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzRunFlags$$' -fuzztime $(FUZZTIME) ./cmd/sbx/
 	$(GO) test -tags $(TAGS) -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) ./egress/
@@ -105,7 +105,7 @@ generate:
 	$(GO) generate ./bpf/...
 
 generate-check:
-	@if [ -n "$$(ls bpf/*.c 2>/dev/null)" ] && command -v clang >/dev/null; then \
+	@if [ -n "$$(find bpf -name '*.c' 2>/dev/null)" ] && command -v clang >/dev/null; then \
 		$(GO) generate ./bpf/... && git diff --exit-code -- bpf/ || { echo "bpf2go output is stale: run make generate and commit"; exit 1; }; \
 	fi
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/lsm"
 )
 
 // TestHostDaemonSockets: the program cannot connect to a daemon of the
@@ -68,7 +68,7 @@ func TestHostDaemonSockets(t *testing.T) {
 // errno will do (EPERM from the LSM tier, EACCES from a future Landlock
 // right, ECONNREFUSED from a mask).
 func TestWorkspaceSocket(t *testing.T) {
-	if err := bpf.LSMSupported(); err != nil {
+	if err := lsm.Supported(); err != nil {
 		knownHole(t, "a host daemon's unix socket inside the workspace is reachable on the Landlock tier (only the BPF LSM tier refuses it, and it is unavailable here: "+err.Error()+")")
 	}
 	b := newBox(t)

@@ -13,7 +13,8 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/lsm"
+	"github.com/sbx-sandbox/sbx/bpf/tracer"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -35,8 +36,8 @@ type Options struct {
 // lsmProbe and tracerProbe are variables so that tests can stand in for
 // the kernel's answer.
 var (
-	lsmProbe    = bpf.LSMSupported
-	tracerProbe = bpf.TraceSupported
+	lsmProbe    = lsm.Supported
+	tracerProbe = tracer.Supported
 )
 
 // Probe probes the host.

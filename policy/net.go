@@ -6,7 +6,7 @@ import (
 )
 
 // WallFlag is a bit of a run's network wall entry; the values are those of
-// the C enums both BPF programs read (bpf/sbx_net.h), checked by package
+// the C enums both BPF programs read (bpf/include/sbx_net.h), checked by package
 // bpf's tests.
 type WallFlag uint32
 

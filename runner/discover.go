@@ -304,11 +304,15 @@ func packageRoot(real string) string {
 // interpreter reads the #! line of the file at p: the interpreter's
 // absolute path, or for "#!/usr/bin/env [-S] NAME" the name; "" for none.
 func interpreter(p string) string {
-	f, err := os.Open(p)
+	// Never blocks (a FIFO on PATH) and reads only a regular file.
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
 	buf := make([]byte, 256)
 	n, _ := io.ReadFull(f, buf)
 	line, _, _ := bytes.Cut(buf[:n], []byte("\n"))

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/sandbox"
@@ -171,11 +171,11 @@ func (e *egressProxy) close(log io.Writer) {
 // the namespace of the sandbox whose PID 1 is pid) and the egress proxy's
 // endpoint (--allow-host), or none. Without a wall (rootless) there is
 // nothing to look up.
-func (o *Options) netPolicy(pid int, wall bool) (bpf.Policy, error) {
-	var p bpf.Policy
+func (o *Options) netPolicy(pid int, wall bool) (netwall.Policy, error) {
+	var p netwall.Policy
 	switch {
 	case o.hostNetwork():
-		return bpf.Policy{HostNetwork: true}, nil
+		return netwall.Policy{HostNetwork: true}, nil
 	case len(o.allow) > 0:
 		p.Proxy = proxyAddr
 	}

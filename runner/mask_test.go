@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/lsm"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -83,11 +83,11 @@ func TestMaskLSMPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(rules, func(r bpf.FileRule) bool { return r.Path == secret })
+	i := slices.IndexFunc(rules, func(r lsm.FileRule) bool { return r.Path == secret })
 	if i < 0 || !rules[i].Deny || rules[i].Write {
 		t.Fatalf("rules = %+v, want a deny rule for %s", rules, secret)
 	}
-	if j := slices.IndexFunc(rules, func(r bpf.FileRule) bool { return r.Path == ws }); j < 0 || !rules[j].Write || rules[j].Deny {
+	if j := slices.IndexFunc(rules, func(r lsm.FileRule) bool { return r.Path == ws }); j < 0 || !rules[j].Write || rules[j].Deny {
 		t.Fatalf("rules = %+v, want the workspace read-write", rules)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/events"
+	"github.com/sbx-sandbox/sbx/bpf/netwall"
+	"github.com/sbx-sandbox/sbx/bpf/pin"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -15,15 +17,15 @@ import (
 // under, so that a sandbox is walled in from its first instruction.
 type netWall struct {
 	parent  string // the cgroup2 directory every sandbox is created under
-	net     *bpf.Net
-	events  *bpf.EventReader
+	net     *netwall.Wall
+	events  *events.Reader
 	done    chan struct{}
 	allowed uint64 // cgroup id granted exceptions by allow, revoked by close
 }
 
 // openNetWall loads (or reuses) the wall for the sandbox parent cgroup.
 func openNetWall() (*netWall, error) {
-	if err := bpf.Mount(); err != nil {
+	if err := pin.Mount(); err != nil {
 		return nil, fmt.Errorf("network wall (cgroup BPF): %w", err)
 	}
 	root, err := sandbox.Cgroup2Mount()
@@ -34,7 +36,7 @@ func openNetWall() (*netWall, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("network wall (cgroup BPF): create parent cgroup: %w", err)
 	}
-	n, err := bpf.OpenNet(parent, nil)
+	n, err := netwall.Open(parent, nil)
 	if err != nil {
 		return nil, fmt.Errorf("network wall (cgroup BPF): %w", err)
 	}
@@ -44,7 +46,7 @@ func openNetWall() (*netWall, error) {
 // watch starts reading the denials of the sandbox whose cgroup id is id.
 func (w *netWall) watch(id uint64, rep *reporter) error {
 	er, err := w.net.Events(id)
-	if errors.Is(err, bpf.ErrNoFreeRing) {
+	if errors.Is(err, events.ErrNoFreeRing) {
 		// Reporting is not a protection: the run goes ahead, walled.
 		rep.degraded(err)
 		return nil
@@ -60,7 +62,7 @@ func (w *netWall) watch(id uint64, rep *reporter) error {
 
 // allow grants the sandbox whose cgroup id is id the exceptions in p (the
 // egress proxy's endpoint, or the host network); close revokes them.
-func (w *netWall) allow(id uint64, p bpf.Policy) error {
+func (w *netWall) allow(id uint64, p netwall.Policy) error {
 	if err := w.net.Allow(id, p); err != nil {
 		return fmt.Errorf("network wall: %w", err)
 	}
@@ -73,8 +75,8 @@ func (w *netWall) allow(id uint64, p bpf.Policy) error {
 // cgroup: that build's programs refuse every inet socket of runs they do
 // not know, so the run would fail in confusing ways (its canary first).
 // Fail closed, with the cause and the way out.
-func (w *netWall) checkForeign(p bpf.Policy) error {
-	if p == (bpf.Policy{}) {
+func (w *netWall) checkForeign(p netwall.Policy) error {
+	if p == (netwall.Policy{}) {
 		return nil
 	}
 	n, err := w.net.ForeignSockCreate()

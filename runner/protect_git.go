@@ -4,7 +4,6 @@ package runner
 // gitfile names, a common directory, core.hooksPath (see walker.git).
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // git records what else a repository whose .git entry is p runs hooks
@@ -30,8 +31,11 @@ func (w *walker) git(p string) error {
 	}
 	gitDirs := []string{p}
 	if fi.Mode().IsRegular() {
-		dir, err := readGitfile(p)
-		if err != nil || dir == "" {
+		dir, err := w.readGitfile(p)
+		if err != nil {
+			return err
+		}
+		if dir == "" {
 			return nil // not a gitfile git would use: nothing more to protect
 		}
 		gd, err := w.gitPointer(p, dir, "the git directory")
@@ -40,7 +44,11 @@ func (w *walker) git(p string) error {
 		}
 		gitDirs = []string{gd}
 	}
-	if cd, err := os.ReadFile(filepath.Join(gitDirs[0], "commondir")); err == nil {
+	cd, err := w.readGitFile(filepath.Join(gitDirs[0], "commondir"))
+	if err != nil {
+		return err
+	}
+	if cd != nil {
 		common, err := w.gitPointer(filepath.Join(gitDirs[0], "commondir"), strings.TrimSpace(string(cd)), "the common git directory")
 		if err != nil {
 			return err
@@ -88,8 +96,11 @@ func (w *walker) gitPointer(from, dir, what string) (string, error) {
 // user's or the system's config, is not seen (see SECURITY.md).
 func (w *walker) hooksPath(dotgit, gd string) error {
 	for _, name := range []string{"config", "config.worktree"} {
-		data, err := os.ReadFile(filepath.Join(gd, name))
+		data, err := w.readGitFile(filepath.Join(gd, name))
 		if err != nil {
+			return err
+		}
+		if data == nil {
 			continue
 		}
 		hp := parseHooksPath(string(data))
@@ -164,19 +175,48 @@ func configValue(v string) string {
 	return strings.TrimSpace(b.String())
 }
 
-// readGitfile returns the path a gitfile names ("gitdir: PATH" on its
-// first line), or "" when p is not one.
-func readGitfile(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
+// maxGitFile bounds what is read of a gitfile, commondir or config.
+const maxGitFile = 1 << 20
+
+// readGitFile reads a small file of git's (a gitfile, commondir, config)
+// as git would use it, or returns nil when there is none to use. A file in
+// a writable tree may have been planted by an earlier run (or replaced by
+// one still going), so it is opened without following a symlink in its
+// last component (such a symlink refuses the run, as a symlinked entry
+// does) and without blocking: anything but a regular file (a FIFO, a
+// device, a directory) is not read and counts as absent, which git would
+// not use either. Outside writable trees the file is read as git reads it.
+func (w *walker) readGitFile(p string) ([]byte, error) {
+	flags := os.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC
+	if w.inWritable(p) {
+		flags |= unix.O_NOFOLLOW
+	}
+	f, err := os.OpenFile(p, flags, 0)
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return nil, fmt.Errorf("%w: %s, which git reads for hooks, is a symlink the program could replace; run without --write, or open it deliberately with --rw %s", ErrProtectedSymlink, p, filepath.Dir(p))
+	case err != nil:
+		return nil, nil // absent or unreadable: git would not use it either
 	}
 	defer f.Close()
-	line, err := bufio.NewReader(io.LimitReader(f, 4096)).ReadString('\n')
-	if err != nil && err != io.EOF {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxGitFile))
+	if err != nil {
+		return nil, nil
+	}
+	return data, nil
+}
+
+// readGitfile returns the path a gitfile names ("gitdir: PATH" on its
+// first line), or "" when p is not one.
+func (w *walker) readGitfile(p string) (string, error) {
+	data, err := w.readGitFile(p)
+	if err != nil || data == nil {
 		return "", err
 	}
-	return parseGitfile(line), nil
+	return parseGitfile(string(data)), nil
 }
 
 // parseGitfile returns the path of a gitfile's first line, or "".

@@ -164,6 +164,20 @@ func TestProtectPaths(t *testing.T) {
 			ro:    []string{"sub/.git"}, pin: []string{"sub"},
 		},
 		{
+			// Planted by an earlier run: the config git reads is a symlink
+			// to a file that names a hooks dir; sbx does not follow it.
+			name:  "git config that is a symlink",
+			tree:  []string{".git/hooks/", "cfg=[core]\n\thooksPath = .githooks\n", ".githooks/", ".git/config->../cfg"},
+			write: true,
+			err:   "symlink",
+		},
+		{
+			name:  "gitfile that is fine, commondir that is a symlink",
+			tree:  []string{"gd/", "sub/.git=gitdir: ../gd\n", "x=..\n", "gd/commondir->../x"},
+			write: true,
+			err:   "symlink",
+		},
+		{
 			name:  "core.hooksPath in the workspace",
 			tree:  []string{".git/config=[core]\n\thooksPath = .githooks\n", ".githooks/pre-commit", "sub/.git/config=[core]\nhooksPath=/nonexistent/hooks\n"},
 			write: true,
@@ -482,4 +496,36 @@ func FuzzParseGitConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestProtectPathsGitFIFO: a FIFO planted where git keeps its commondir or
+// config (an earlier run could make one) neither blocks the run's setup
+// nor counts as a file: the .git entry is still protected.
+func TestProtectPathsGitFIFO(t *testing.T) {
+	ws := tree(t, ".git/hooks/", "src/main.go")
+	for _, name := range []string{"commondir", "config"} {
+		if err := unix.Mkfifo(filepath.Join(ws, ".git", name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type result struct {
+		p   Protection
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := protectPaths(ws, true, nil, nil)
+		done <- result{p, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("protectPaths: %v", r.err)
+		}
+		if ro := rel(ws, r.p.ReadOnly); !reflect.DeepEqual(ro, []string{".git"}) {
+			t.Errorf("read-only %q, want [.git]", ro)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("protectPaths blocked on a FIFO")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
 )
@@ -22,12 +23,12 @@ type run struct {
 	sb       *sandbox.Sandbox
 	cgroupID uint64 // its cgroup2 id (root runs; computed once)
 
-	wall   *netWall      // the network wall (root runs)
-	net    bpf.Policy    // the wall's exceptions for the run
-	term   *terminal     // with --tty
-	copied chan struct{} // closed when the pty's output is copied
-	tiers  []tier        // in setup order
-	ready  int           // how many of tiers were prepared
+	wall   *netWall       // the network wall (root runs)
+	net    netwall.Policy // the wall's exceptions for the run
+	term   *terminal      // with --tty
+	copied chan struct{}  // closed when the pty's output is copied
+	tiers  []tier         // in setup order
+	ready  int            // how many of tiers were prepared
 }
 
 // A tier is one part of a run set up around its sandbox: the network
@@ -212,7 +213,7 @@ func (wallTier) attach(r *run) error {
 		return err
 	}
 	r.net = p
-	if p == (bpf.Policy{}) {
+	if p == (netwall.Policy{}) {
 		return nil
 	}
 	if err := r.wall.checkForeign(p); err != nil {

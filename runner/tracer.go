@@ -12,22 +12,23 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/events"
+	bpftracer "github.com/sbx-sandbox/sbx/bpf/tracer"
 )
 
-// tracer is one run's use of the denial tracer (bpf.Trace): it reports
+// tracer is one run's use of the denial tracer (tracer.Tracer): it reports
 // what Landlock, seccomp and the read-only mounts refuse, into the network
 // wall's per-run ring. It only reports: it protects nothing, so a run goes
 // ahead without it (sbx doctor says why it is missing), and nothing it does
 // can lift a refusal.
 type tracer struct {
-	trace *bpf.Trace
-	use   *bpf.TraceUse
+	trace *bpftracer.Tracer
+	use   *bpftracer.Use
 }
 
 // openTracer loads (or reuses) the tracer and attaches it for this run.
 func openTracer(w *netWall) (*tracer, error) {
-	t, err := bpf.OpenTrace(w.parent, w.net.EventMaps(), nil) // the wall's parent cgroup
+	t, err := bpftracer.Open(w.parent, w.net.EventMaps(), nil) // the wall's parent cgroup
 	if err != nil {
 		return nil, fmt.Errorf("denial tracer: %w", err)
 	}
@@ -92,7 +93,7 @@ func (s *tracerStart) close() {
 // short program's last event is often read after it ended), in mounts, the
 // sandbox's mount table as it was before the program started (the program
 // cannot mount). When neither knows a path, the event is kept.
-func crossMount(pid1 uint32, mounts mountTable, e bpf.Event) bool {
+func crossMount(pid1 uint32, mounts mountTable, e events.Event) bool {
 	if e.Errno != unix.EXDEV || e.Syscall == nil || e.Syscall.Path2 == "" || pid1 == 0 {
 		return false
 	}

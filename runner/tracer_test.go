@@ -11,7 +11,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -24,7 +24,7 @@ func TestTracerCoversSeccompDenyList(t *testing.T) {
 			continue
 		}
 		n++
-		if !bpf.TracesSeccomp(s.Name) && !slices.Contains(bpf.SeccompAbsent, s.Name) {
+		if !events.TracesSeccomp(s.Name) && !slices.Contains(events.SeccompAbsent, s.Name) {
 			t.Errorf("seccomp refuses %s with EPERM, but the denial tracer does not report it (bpf/trace_syscalls_amd64.go)", s.Name)
 		}
 	}
@@ -33,9 +33,9 @@ func TestTracerCoversSeccompDenyList(t *testing.T) {
 	}
 }
 
-func traceEvent(nr uint32, errno unix.Errno, path string, flags uint32, tier string) bpf.Event {
-	return bpf.Event{Op: bpf.OpSyscall, PID: 7, Comm: "sh", Errno: errno, Path: path, Flags: flags, Tier: tier,
-		Syscall: &bpf.Syscall{Nr: nr}}
+func traceEvent(nr uint32, errno unix.Errno, path string, flags uint32, tier string) events.Event {
+	return events.Event{Op: events.OpSyscall, PID: 7, Comm: "sh", Errno: errno, Path: path, Flags: flags, Tier: tier,
+		Syscall: &events.Syscall{Nr: nr}}
 }
 
 // TestReporterTracerEvents: the tracer's events are reported with their
@@ -48,13 +48,13 @@ func TestReporterTracerEvents(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		writable bool
-		events   []bpf.Event
+		events   []events.Event
 		want     []string // op target tier errno
 		hint     bool
 	}{
 		{
 			name: "tier and hint once",
-			events: []bpf.Event{
+			events: []events.Event{
 				traceEvent(unix.SYS_OPENAT, unix.EROFS, "/ws/f", write, "mount"),
 				traceEvent(unix.SYS_OPENAT, unix.EROFS, "/ws/g", write, "mount"),
 				traceEvent(unix.SYS_IO_URING_SETUP, unix.EPERM, "", 0, "seccomp"),
@@ -65,18 +65,18 @@ func TestReporterTracerEvents(t *testing.T) {
 		{
 			name:     "no hint with --write",
 			writable: true,
-			events:   []bpf.Event{traceEvent(unix.SYS_OPENAT, unix.EROFS, "/ws/.git/hooks/x", write, "mount")},
+			events:   []events.Event{traceEvent(unix.SYS_OPENAT, unix.EROFS, "/ws/.git/hooks/x", write, "mount")},
 			want:     []string{"open /ws/.git/hooks/x mount EROFS"},
 		},
 		{
 			name:   "no hint outside the workspace or for reads",
-			events: []bpf.Event{traceEvent(unix.SYS_MKDIR, unix.EROFS, "/usr/x", 0, "mount"), traceEvent(unix.SYS_OPENAT, unix.EROFS, "/ws/f", 0, "mount"), traceEvent(unix.SYS_OPENAT, unix.EROFS, "/wsx/f", write, "mount")},
+			events: []events.Event{traceEvent(unix.SYS_MKDIR, unix.EROFS, "/usr/x", 0, "mount"), traceEvent(unix.SYS_OPENAT, unix.EROFS, "/ws/f", 0, "mount"), traceEvent(unix.SYS_OPENAT, unix.EROFS, "/wsx/f", write, "mount")},
 			want:   []string{"mkdir /usr/x mount EROFS", "open /ws/f mount EROFS", "open /wsx/f mount EROFS"},
 		},
 		{
 			name: "shim left out",
-			events: []bpf.Event{
-				func() bpf.Event {
+			events: []events.Event{
+				func() events.Event {
 					e := traceEvent(unix.SYS_OPENAT, unix.EACCES, "/.sbx/sbx", 0, "landlock")
 					e.PID = 1000
 					return e
@@ -87,16 +87,16 @@ func TestReporterTracerEvents(t *testing.T) {
 		},
 		{
 			name: "shim's BPF LSM canary left out",
-			events: []bpf.Event{
-				{Op: bpf.OpFileOpen, PID: 1000, Comm: "sbx", Errno: unix.EACCES, Path: "/.sbx/sbx"},
-				{Op: bpf.OpFileOpen, PID: 7, Comm: "cat", Errno: unix.EACCES, Path: "/.sbx/sbx"},
+			events: []events.Event{
+				{Op: events.OpFileOpen, PID: 1000, Comm: "sbx", Errno: unix.EACCES, Path: "/.sbx/sbx"},
+				{Op: events.OpFileOpen, PID: 7, Comm: "cat", Errno: unix.EACCES, Path: "/.sbx/sbx"},
 			},
 			want: []string{"open /.sbx/sbx bpf EACCES"},
 		},
 		{
 			name: "LSM duplicate dropped",
-			events: []bpf.Event{
-				{Op: bpf.OpFileOpen, PID: 7, Comm: "sh", Errno: unix.EACCES, Path: "/etc/x"},
+			events: []events.Event{
+				{Op: events.OpFileOpen, PID: 7, Comm: "sh", Errno: unix.EACCES, Path: "/etc/x"},
 				traceEvent(unix.SYS_OPENAT, unix.EACCES, "/etc/x", 0, "landlock"),
 				traceEvent(unix.SYS_OPENAT, unix.EACCES, "/etc/y", 0, "landlock"),
 			},
@@ -186,12 +186,12 @@ func TestMountTable(t *testing.T) {
 func TestCrossMountAfterSandboxEnds(t *testing.T) {
 	mt := parseMountInfo(testMountInfo)
 	const gone = 1<<22 + 1 // above the kernel's largest pid_max: no such process
-	link := func(from, to string) bpf.Event {
+	link := func(from, to string) events.Event {
 		e := traceEvent(unix.SYS_LINKAT, unix.EXDEV, from, 0, "landlock")
 		e.Syscall.Path2 = to
 		return e
 	}
-	rename := func(from, to string) bpf.Event {
+	rename := func(from, to string) events.Event {
 		e := traceEvent(unix.SYS_RENAMEAT2, unix.EXDEV, from, 0, "landlock")
 		e.Syscall.Path2 = to
 		return e
@@ -199,7 +199,7 @@ func TestCrossMountAfterSandboxEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		mt    mountTable
-		e     bpf.Event
+		e     events.Event
 		cross bool
 	}{
 		{"link across mounts", mt, link("/etc/hostname", "/home/u/my ws/hl"), true},
@@ -207,7 +207,7 @@ func TestCrossMountAfterSandboxEnds(t *testing.T) {
 		{"rename into the protected .git", mt, rename("/home/u/my ws/hooks", "/home/u/my ws/.git/hooks"), true},
 		{"rename within /tmp", mt, rename("/tmp/a", "/tmp/b"), false},
 		{"no mount table", nil, link("/etc/hostname", "/home/u/my ws/hl"), false},
-		{"not EXDEV", mt, func() bpf.Event { e := link("/etc/hostname", "/tmp/hl"); e.Errno = unix.EACCES; return e }(), false},
+		{"not EXDEV", mt, func() events.Event { e := link("/etc/hostname", "/tmp/hl"); e.Errno = unix.EACCES; return e }(), false},
 	} {
 		if got := crossMount(gone, tc.mt, tc.e); got != tc.cross {
 			t.Errorf("%s: crossMount = %v, want %v", tc.name, got, tc.cross)
@@ -220,33 +220,33 @@ func TestCrossMountAfterSandboxEnds(t *testing.T) {
 // result but print no line; the first refused attempt to reach the network
 // adds one line saying how to allow it, and only one.
 func TestReporterNetQuietAndHint(t *testing.T) {
-	udpProbe := bpf.Event{Op: bpf.OpConnect6, PID: 7, Comm: "pip", Errno: unix.EPERM, Family: unix.AF_INET6,
+	udpProbe := events.Event{Op: events.OpConnect6, PID: 7, Comm: "pip", Errno: unix.EPERM, Family: unix.AF_INET6,
 		SockType: unix.SOCK_DGRAM, Addr: netip.MustParseAddrPort("[2001:db8::1]:53")}
-	tcp := bpf.Event{Op: bpf.OpConnect4, PID: 7, Comm: "curl", Errno: unix.EPERM, Family: unix.AF_INET,
+	tcp := events.Event{Op: events.OpConnect4, PID: 7, Comm: "curl", Errno: unix.EPERM, Family: unix.AF_INET,
 		SockType: unix.SOCK_STREAM, Addr: netip.MustParseAddrPort("192.0.2.1:443")}
-	udpSend := bpf.Event{Op: bpf.OpSendmsg4, PID: 7, Comm: "dig", Errno: unix.EPERM, Family: unix.AF_INET,
+	udpSend := events.Event{Op: events.OpSendmsg4, PID: 7, Comm: "dig", Errno: unix.EPERM, Family: unix.AF_INET,
 		SockType: unix.SOCK_DGRAM, Addr: netip.MustParseAddrPort("192.0.2.1:53")}
 	uring := traceEvent(unix.SYS_IO_URING_SETUP, unix.EPERM, "", 0, "seccomp")
-	noInet := bpf.Event{Op: bpf.OpSocketCreate, PID: 7, Comm: "npm", Errno: unix.EPERM, Family: unix.AF_INET,
+	noInet := events.Event{Op: events.OpSocketCreate, PID: 7, Comm: "npm", Errno: unix.EPERM, Family: unix.AF_INET,
 		SockType: unix.SOCK_STREAM, Protocol: unix.IPPROTO_TCP}
 	for _, tc := range []struct {
 		name   string
-		events []bpf.Event
+		events []events.Event
 		lines  []string // the sbx: lines printed
 		kept   int      // violations in the result
 	}{
-		{"probes only", []bpf.Event{udpProbe, uring}, nil, 2},
-		{"connect", []bpf.Event{udpProbe, tcp, tcp}, []string{
+		{"probes only", []events.Event{udpProbe, uring}, nil, 2},
+		{"connect", []events.Event{udpProbe, tcp, tcp}, []string{
 			"sbx: denied connect 192.0.2.1:443 (7 curl)",
 			"sbx: to let the program reach 192.0.2.1:443, run sbx with --allow-host 192.0.2.1:443 (through sbx's proxy, for programs that honour HTTPS_PROXY)",
 			"sbx: 2 operation(s) denied in all (1 distinct); 1 routine probe(s) refused quietly",
 		}, 3},
-		{"udp send, one hint", []bpf.Event{udpSend, tcp}, []string{
+		{"udp send, one hint", []events.Event{udpSend, tcp}, []string{
 			"sbx: denied sendmsg 192.0.2.1:53 (7 dig)",
 			"sbx: to let the program reach 192.0.2.1:53, run sbx with --allow-host 192.0.2.1:53 (through sbx's proxy, for programs that honour HTTPS_PROXY)",
 			"sbx: denied connect 192.0.2.1:443 (7 curl)",
 		}, 2},
-		{"--net none", []bpf.Event{noInet}, []string{
+		{"--net none", []events.Event{noInet}, []string{
 			"sbx: denied socket AF_INET SOCK_STREAM IPPROTO_TCP (7 npm)",
 			"sbx: the program has no network (--net none); --net loopback gives it its own loopback, --allow-host HOST[:PORT] a host through sbx's proxy",
 		}, 1},

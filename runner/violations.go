@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/canary"
 	"github.com/sbx-sandbox/sbx/gate"
 )
@@ -124,7 +124,7 @@ type reporter struct {
 
 	// lastFile is the last LSM file event of each pid, to leave out the
 	// tracer's report of the same refusal (see pump).
-	lastFile map[uint32]bpf.Event
+	lastFile map[uint32]events.Event
 
 	// The bounds of a flood (see maxDistinct, violationsPerSecond).
 	now       func() time.Time
@@ -178,7 +178,7 @@ const writeHint = "sbx: the workspace is mounted read-only; run sbx with --write
 
 // violation converts a BPF event; tier is used unless the event names its
 // own (the tracer's do).
-func violation(e bpf.Event, tier string) gate.Violation {
+func violation(e events.Event, tier string) gate.Violation {
 	if e.Tier != "" {
 		tier = e.Tier
 	}
@@ -204,16 +204,16 @@ func (r *reporter) add(v gate.Violation) {
 // reported already: a refusal of the LSM tier
 // is seen by the tracer too when the syscall returns, right after the LSM
 // program's event for the same process and errno.
-func (r *reporter) addEvent(e bpf.Event, tier string) {
+func (r *reporter) addEvent(e events.Event, tier string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e.Op != bpf.OpSyscall {
+	if e.Op != events.OpSyscall {
 		if e.PID == r.shimPID && r.shimPID != 0 {
 			return // the shim's own: its BPF LSM canary
 		}
-		if e.Op >= bpf.OpFileOpen { // the LSM tier's
+		if e.Op >= events.OpFileOpen { // the LSM tier's
 			if r.lastFile == nil {
-				r.lastFile = map[uint32]bpf.Event{}
+				r.lastFile = map[uint32]events.Event{}
 			}
 			r.lastFile[e.PID] = e
 		}
@@ -235,7 +235,7 @@ func (r *reporter) addEvent(e bpf.Event, tier string) {
 		}
 	}
 	v := violation(e, tier)
-	if v.Tier == bpf.TierLandlock && slices.ContainsFunc(r.masks, func(m string) bool { return within(e.Path, m) }) {
+	if v.Tier == events.TierLandlock && slices.ContainsFunc(r.masks, func(m string) bool { return within(e.Path, m) }) {
 		v.Tier = TierMask // the mask's mode 0000, not a Landlock rule
 	}
 	if quietSyscall(e) {
@@ -254,9 +254,9 @@ func (r *reporter) addEvent(e bpf.Event, tier string) {
 // of a UDP socket sends nothing, it asks the routing table which source
 // address would be used (getaddrinfo's address sorting, pip's and Node's
 // IPv6 checks). Refused all the same.
-func quietNet(e bpf.Event) bool {
+func quietNet(e events.Event) bool {
 	switch e.Op {
-	case bpf.OpConnect4, bpf.OpConnect6, bpf.OpSocketConnect:
+	case events.OpConnect4, events.OpConnect6, events.OpSocketConnect:
 		return e.SockType == unix.SOCK_DGRAM
 	}
 	return false
@@ -267,8 +267,8 @@ func quietNet(e bpf.Event) bool {
 var quietSyscalls = map[string]bool{"io_uring_setup": true}
 
 // quietSyscall reports whether a tracer event is a routine probe.
-func quietSyscall(e bpf.Event) bool {
-	if e.Op != bpf.OpSyscall {
+func quietSyscall(e events.Event) bool {
+	if e.Op != events.OpSyscall {
 		return false
 	}
 	name, _, _ := strings.Cut(e.Target(), " ") // "io_uring_setup": no path
@@ -459,7 +459,7 @@ func (r *reporter) violations() ([]gate.Violation, int) {
 
 // pump reads events until the reader's deadline passes or it is closed,
 // at most eventsPerSecond, and then adds what the kernel could not queue.
-func (r *reporter) pump(er *bpf.EventReader, tier string, done chan<- struct{}) {
+func (r *reporter) pump(er *events.Reader, tier string, done chan<- struct{}) {
 	defer close(done)
 	defer func() {
 		if n, err := er.Dropped(); err == nil && n > 0 {
@@ -530,7 +530,7 @@ func (b *pumpBudget) wait() {
 }
 
 // drain makes the reader return what is already queued, then stop.
-func drain(er *bpf.EventReader, done <-chan struct{}) {
+func drain(er *events.Reader, done <-chan struct{}) {
 	_ = er.Flush()
 	select {
 	case <-done:

@@ -21,14 +21,14 @@ ws=$(mktemp -d /tmp/sbx-bench.XXXXXX)
 trap 'rm -rf "$ws" "$out" "$out".*' EXIT
 # The BPF tier's cost per run: opening the pinned wall (warm; cold = load,
 # verify and pin, paid once per boot) and taking an event ring.
-$GO test -tags seccomp -run '^$' -bench 'OpenNet|EventReader' ./bpf/ | tee "$out.bpf" >&2
+$GO test -tags seccomp -run '^$' -bench 'OpenNet|EventReader' ./bpf/netwall/ | tee "$out.bpf" >&2
 # The denial tracer: what an attached sys_exit hook costs every syscall
 # (open+close, host and sandboxed), and a run's attach/detach.
-$GO test -tags seccomp -run '^$' -bench 'TraceOpen|OpenTraceWarm' ./bpf/ | tee -a "$out.bpf" >&2
-$GO test -tags seccomp -run '^$' -bench 'TraceAcquire/^(shared|alone-back-to-back)$' ./bpf/ | tee -a "$out.bpf" >&2
+$GO test -tags seccomp -run '^$' -bench 'TraceOpen|OpenTraceWarm' ./bpf/tracer/ | tee -a "$out.bpf" >&2
+$GO test -tags seccomp -run '^$' -bench 'TraceAcquire/^(shared|alone-back-to-back)$' ./bpf/tracer/ | tee -a "$out.bpf" >&2
 # Each alone-* iteration first waits 30 ms, untimed, for the last detach's
 # grace period: a fixed count keeps go test from scaling it to minutes.
-$GO test -tags seccomp -run '^$' -bench 'TraceAcquire/^alone-(acquire|release)$' -benchtime 200x ./bpf/ | tee -a "$out.bpf" >&2
+$GO test -tags seccomp -run '^$' -bench 'TraceAcquire/^alone-(acquire|release)$' -benchtime 200x ./bpf/tracer/ | tee -a "$out.bpf" >&2
 # The egress proxy: a CONNECT tunnel and a transparent forwarder against a
 # direct loopback connection.
 $GO test -run '^$' -bench 'Tunnel' -benchtime 2s ./egress/ | tee "$out.egress" >&2

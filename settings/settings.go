@@ -45,12 +45,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/sbx-sandbox/sbx/egress"
 )
@@ -84,9 +86,25 @@ type Env struct {
 // maxSize bounds a settings file.
 const maxSize = 1 << 20
 
-// Load reads one settings file.
+// Load reads one settings file. A project's file lies in a tree the
+// sandbox can write, so the file is opened without following a symlink in
+// its last component and without blocking (a FIFO planted there must not
+// hang sbx), and only a regular file is read, at most maxSize bytes.
 func Load(path string, env Env) (Policy, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			err = fmt.Errorf("%w (a symlink is not followed)", err)
+		}
+		return Policy{}, fmt.Errorf("settings %s: %w", path, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return Policy{}, fmt.Errorf("settings %s: %w", path, err)
+	} else if !fi.Mode().IsRegular() {
+		return Policy{}, fmt.Errorf("settings %s: not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxSize+1))
 	if err != nil {
 		return Policy{}, fmt.Errorf("settings %s: %w", path, err)
 	}

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // fixture is a working directory with files for the glob tests.
@@ -253,5 +255,53 @@ func TestPiExtensionDefaults(t *testing.T) {
 		!slices.Contains(p.Protect, env.Cwd+"/.env") || !slices.Contains(p.Protect, env.Cwd+"/a/key.pem") ||
 		!slices.Equal(p.Writable, []string{env.Cwd}) {
 		t.Fatalf("pi defaults mapped to %+v", p)
+	}
+}
+
+// TestLoadRefusesPlanted: a project's settings file lies where the sandbox
+// can write, so what it plants there is refused without being followed or
+// blocking on: a symlink (to a file that Load would read fine directly), a
+// FIFO, a directory. The control loads the same content from a regular file.
+func TestLoadRefusesPlanted(t *testing.T) {
+	dir := t.TempDir()
+	env := Env{Home: dir, Cwd: dir}
+	real := filepath.Join(dir, "real.json")
+	if err := os.WriteFile(real, []byte(`{"network":{"allowedDomains":["example.com"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(real, env); err != nil {
+		t.Fatalf("control: a regular file: %v", err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "dir.json")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"symlink", link, "a symlink is not followed"},
+		{"fifo", fifo, "not a regular file"},
+		{"directory", sub, "not a regular file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { _, err := Load(tc.path, env); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Load(%s) = %v, want an error saying %q", tc.name, err, tc.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("Load(%s) blocked", tc.name)
+			}
+		})
 	}
 }

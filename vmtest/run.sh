@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# vmtest/run.sh runs the BPF tests of bpf/ inside a real Debian kernel under
+# vmtest/run.sh runs the BPF tests of bpf/lsm and bpf/netwall inside a real Debian kernel under
 # QEMU (TCG, no KVM needed): the BPF LSM tests, because a host kernel may
 # refuse BPF LSM programs (or not have bpf in its LSM list), and the network
 # wall's, to prove it on an older kernel (6.1) than the host's. It
 #   1. fetches the kernel package with apt-get download (cached, never
 #      committed, under vmtest/.cache/) and unpacks it with dpkg -x;
-#   2. builds the static test binary (CGO_ENABLED=0 go test -c ./bpf/);
-#   3. packs an initramfs: busybox-static, the test binary and an /init that
+#   2. builds the static test binaries (CGO_ENABLED=0 go test -c, one per
+#      package: lsm.test and netwall.test, their usual names);
+#   3. packs an initramfs: busybox-static, the test binaries and an /init that
 #      mounts proc, sysfs, devtmpfs, devpts, securityfs, bpffs, cgroup2 and
 #      tmpfs, brings lo up, runs the tests as root and powers off;
 #   4. boots it with lsm=landlock,lockdown,capability,bpf and judges the
@@ -100,8 +101,13 @@ trap 'rm -rf "$work"' EXIT
 
 fs="$work/rootfs"
 mkdir -p "$fs"/{bin,dev,proc,sys,tmp,run,etc,root,test}
-log "building the test binary"
-(cd "$root" && CGO_ENABLED=0 go test -c -o "$fs/test/bpf.test" ./bpf/)
+# The BPF packages whose tests the VM runs (each binary keeps its usual
+# name: the tests expect it as the comm of their helper processes).
+pkgs="lsm netwall"
+log "building the test binaries"
+for p in $pkgs; do
+	(cd "$root" && CGO_ENABLED=0 go test -c -o "$fs/test/$p.test" "./bpf/$p/")
+done
 cp "$busybox" "$fs/bin/busybox"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$fs/etc/passwd"
 echo 'root:x:0:' >"$fs/etc/group"
@@ -121,8 +127,10 @@ mount -t tmpfs tmpfs /tmp
 ip link set lo up
 echo "$marker: kernel \$(uname -r), lsm=\$(cat /sys/kernel/security/lsm), booted in \$(cut -d' ' -f1 /proc/uptime) s"
 cd /test
-SBX_VMTEST=1 ./bpf.test -test.v -test.count=1 -test.timeout=5m -test.run '$run' </dev/null
-rc=\$?
+rc=0
+for p in $pkgs; do
+	SBX_VMTEST=1 ./\$p.test -test.v -test.count=1 -test.timeout=5m -test.run '$run' </dev/null || rc=\$?
+done
 echo "$marker-RESULT: rc=\$rc (guest uptime \$(cut -d' ' -f1 /proc/uptime) s)"
 poweroff -f
 INIT

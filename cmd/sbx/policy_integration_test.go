@@ -33,7 +33,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/lsm"
+	"github.com/sbx-sandbox/sbx/bpf/tracer"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/runner"
 )
@@ -938,7 +939,7 @@ except OSError as e:
 	t.Run("bpf", func(t *testing.T) {
 		t.Parallel()
 		b := b.in(t)
-		lsmErr := bpf.LSMSupported()
+		lsmErr := lsm.Supported()
 		r := b.run("--policy", "bpf", "--write", "--", "sh", "-c", "touch marker; echo ran")
 		marker := filepath.Join(b.ws, "marker")
 		if ok, _ := hasRootTier("bpf-lsm"); !ok {
@@ -1164,13 +1165,13 @@ func TestDoctorReport(t *testing.T) {
 	if state["cgroup bpf"] != "ok" {
 		t.Errorf("cgroup bpf: %s %q, want ok\n%s", state["cgroup bpf"], detail["cgroup bpf"], r.stdout)
 	}
-	lsmErr := bpf.LSMSupported()
+	lsmErr := lsm.Supported()
 	switch {
 	case lsmErr == nil:
 		if state["bpf lsm"] != "ok" {
 			t.Errorf("bpf lsm works here but doctor says %s %q", state["bpf lsm"], detail["bpf lsm"])
 		}
-	case errors.Is(lsmErr, bpf.ErrLSMRefused):
+	case errors.Is(lsmErr, lsm.ErrRefused):
 		if state["bpf lsm"] != "missing" || !strings.Contains(detail["bpf lsm"], "EPERM") {
 			t.Errorf("bpf lsm: %s %q, want missing with the reason (EPERM)\n%s", state["bpf lsm"], detail["bpf lsm"], r.stdout)
 		}
@@ -1182,7 +1183,7 @@ func TestDoctorReport(t *testing.T) {
 	}
 	// The denial tracer only reports: its line says whether it works, and
 	// why not, and never changes the verdict.
-	if trErr := bpf.TraceSupported(); trErr == nil {
+	if trErr := tracer.Supported(); trErr == nil {
 		if state["denial tracer"] != "ok" {
 			t.Errorf("the denial tracer works here but doctor says %s %q", state["denial tracer"], detail["denial tracer"])
 		}

@@ -1,0 +1,84 @@
+// Package bpftest holds the test fixtures the BPF packages share: the root
+// check, temporary cgroups and temporary pin roots, each removed at
+// cleanup. Only tests import it.
+package bpftest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/pin"
+)
+
+// RequireRoot skips when the test cannot have the privileges cgroup BPF
+// needs.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (cgroup BPF, bpffs, cgroup2 writes)")
+	}
+}
+
+// RandName is a random name for a test's cgroups and pin roots.
+func RandName(t testing.TB) string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// CgroupDir creates a cgroup2 directory that is removed at cleanup.
+func CgroupDir(t testing.TB, path string) string {
+	t.Helper()
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatalf("create cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(path); err != nil {
+			t.Errorf("remove cgroup %s: %v", path, err)
+		}
+	})
+	return path
+}
+
+// Parent creates a temporary parent cgroup under the cgroup2 mount. It
+// skips only when the host has no cgroup2.
+func Parent(t testing.TB) string {
+	t.Helper()
+	RequireRoot(t)
+	mnt, err := bpf.Cgroup2Mount()
+	if errors.Is(err, bpf.ErrNotSupported) {
+		t.Skipf("no cgroup2 on this host: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return CgroupDir(t, filepath.Join(mnt, "sbx-test-"+RandName(t)))
+}
+
+// PinRoot returns a test-only pin root on bpffs, removed at cleanup.
+func PinRoot(t testing.TB) string {
+	t.Helper()
+	if err := pin.Mount(); err != nil {
+		t.Fatalf("mount bpffs: %v", err)
+	}
+	root := filepath.Join(pin.BPFFS, "sbx-test-"+RandName(t))
+	t.Cleanup(func() {
+		entries, _ := os.ReadDir(root)
+		for _, e := range entries {
+			if err := pin.RemoveDir(filepath.Join(root, e.Name())); err != nil {
+				t.Errorf("remove pins: %v", err)
+			}
+		}
+		if err := os.Remove(root); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("remove pin root: %v", err)
+		}
+	})
+	return root
+}

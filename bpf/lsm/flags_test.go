@@ -1,0 +1,27 @@
+package lsm
+
+import (
+	"testing"
+
+	"github.com/sbx-sandbox/sbx/policy"
+)
+
+// TestWallFlagsMatchC: package policy encodes the wall's exceptions with
+// the values of the C enum both programs share (sbx_net.h); netwall checks
+// net.c's.
+func TestWallFlagsMatchC(t *testing.T) {
+	cases := []struct {
+		name string
+		pol  policy.WallFlag
+		c    uint32
+	}{
+		{"proxy", policy.WallProxy, uint32(lsmSbxNetFlagSBX_NET_ALLOW_PROXY)},
+		{"all", policy.WallAll, uint32(lsmSbxNetFlagSBX_NET_ALLOW_ALL)},
+		{"loopback", policy.WallLoopback, uint32(lsmSbxNetFlagSBX_NET_ALLOW_LOOPBACK)},
+	}
+	for _, c := range cases {
+		if uint32(c.pol) != c.c {
+			t.Errorf("%s: policy %d, lsm.c %d", c.name, c.pol, c.c)
+		}
+	}
+}
