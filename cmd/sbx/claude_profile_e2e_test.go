@@ -109,12 +109,6 @@ func TestClaudeProfileReachesProvider(t *testing.T) {
 	prefix := installClaude(t)
 	port, requests := fakeAnthropic(t)
 	e := newEgressBox(t)
-	if rootless() {
-		// Until this test's fixture is the user's: as the user the run
-		// gets EACCES on the cached claude (installed by root). Rootless
-		// egress itself: TestEgress*, TestRootlessEgress.
-		t.Skip("the cached Claude Code install is not executable by the as-user pass's user")
-	}
 	claude := filepath.Join(prefix, "node_modules", ".bin", "claude")
 	env := opts{env: append(confEnv(t, ""), "ANTHROPIC_BASE_URL=http://127.0.0.1:"+port, "ANTHROPIC_API_KEY=sk-from-host")}
 	args := []string{"run", "--ro", prefix, "--allow-host", "127.0.0.1:" + port, "--", claude, "-p", "say hello"}

@@ -45,6 +45,7 @@ if ! npm view "$PKG@$VERSION" version >/dev/null 2>&1; then
 	exit 3
 fi
 tmp=$(mktemp -d "$cache/claude-env.new.XXXXXX")
+chmod 755 "$tmp" # mktemp makes it 0700: the rootless test pass runs the agent as another user
 trap 'rm -rf "$tmp"' EXIT
 npm install --silent --no-audit --no-fund --prefix "$tmp" "$PKG@$VERSION" >&2 ||
 	die "npm install $PKG@$VERSION failed"
