@@ -117,8 +117,13 @@ func TestNoOrphansAfterSIGKILL(t *testing.T) {
 	}
 	id := ids[0]
 	for _, s := range sleeps {
-		if len(pgrep(t, "sleep "+s)) != 1 {
-			t.Fatalf("control: sleep %s is not running on the host before the kill", s)
+		// "ready" follows the forks, not the children's exec: wait for
+		// each sleep to be itself.
+		for end := time.Now().Add(5 * time.Second); len(pgrep(t, "sleep "+s)) != 1; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(end) {
+				p.signal(syscall.SIGKILL)
+				t.Fatalf("control: sleep %s is not running on the host before the kill", s)
+			}
 		}
 	}
 	p.signal(syscall.SIGKILL)
