@@ -1,57 +1,6 @@
 #!/bin/sh
-# install-codex.sh: install the real Codex CLI (npm
-# @openai/codex, a native binary from its platform package)
-# for the end-to-end test of the built-in "codex" profile. No root, npm
-# registry only.
-#
-# Everything lands in one npm prefix, testdata/e2e/.cache/codex-env/
-# (gitignored): node_modules/.bin/codex.
-#
-# Pinned version: @openai/codex 0.171.0.
-#
-# Idempotent: when the prefix holds this version nothing is done. A new
-# install is built beside the prefix and renamed into place. Concurrent
-# runs are serialised with flock.
-#
-# Usage: install-codex.sh [CACHE_DIR]   (default: the .cache beside this script)
-# Prints the prefix on stdout. Exit status: 0 installed or already present,
-# 3 the npm registry cannot be reached (callers may skip), 1 any other error.
-set -eu
-
-PKG=@openai/codex
-VERSION=0.171.0
-
-here=$(cd "$(dirname "$0")" && pwd)
-cache=${1:-$here/.cache}
-prefix=$cache/codex-env
-
-die() { echo "install-codex: $*" >&2; exit 1; }
-
-mkdir -p "$cache"
-exec 9>"$cache/codex-env.lock"
-flock 9
-
-installed() {
-	[ -x "$prefix/node_modules/.bin/codex" ] &&
-		grep -q "\"version\": \"$VERSION\"" "$prefix/node_modules/$PKG/package.json" 2>/dev/null
-}
-if installed; then
-	echo "$prefix"
-	exit 0
-fi
-command -v npm >/dev/null || die "npm is required"
-if ! npm view "$PKG@$VERSION" version >/dev/null 2>&1; then
-	echo "install-codex: the npm registry cannot be reached" >&2
-	exit 3
-fi
-tmp=$(mktemp -d "$cache/codex-env.new.XXXXXX")
-chmod 755 "$tmp" # mktemp makes it 0700: the rootless test pass runs the agent as another user
-trap 'rm -rf "$tmp"' EXIT
-npm install --silent --no-audit --no-fund --prefix "$tmp" "$PKG@$VERSION" >&2 ||
-	die "npm install $PKG@$VERSION failed"
-[ -x "$tmp/node_modules/.bin/codex" ] || die "no node_modules/.bin/codex after the install"
-"$tmp/node_modules/.bin/codex" --version >/dev/null 2>&1 || die "codex --version fails"
-rm -rf "$prefix"
-mv "$tmp" "$prefix"
-trap - EXIT
-echo "$prefix"
+# install-codex.sh: the real Codex CLI, a native binary from its platform
+# package (npm @openai/codex, pinned at 0.171.0) for the end-to-end test
+# of the built-in "codex" profile; see install-agent.sh.
+# Usage: install-codex.sh [CACHE_DIR]
+exec sh "$(dirname "$0")/install-agent.sh" codex @openai/codex 0.171.0 "$@"

@@ -1,57 +1,6 @@
 #!/bin/sh
-# install-opencode.sh: install the real opencode (npm
-# opencode-ai, a native binary from its platform package)
-# for the end-to-end test of the built-in "opencode" profile. No root, npm
-# registry only.
-#
-# Everything lands in one npm prefix, testdata/e2e/.cache/opencode-env/
-# (gitignored): node_modules/.bin/opencode.
-#
-# Pinned version: opencode-ai 1.18.33.
-#
-# Idempotent: when the prefix holds this version nothing is done. A new
-# install is built beside the prefix and renamed into place. Concurrent
-# runs are serialised with flock.
-#
-# Usage: install-opencode.sh [CACHE_DIR]   (default: the .cache beside this script)
-# Prints the prefix on stdout. Exit status: 0 installed or already present,
-# 3 the npm registry cannot be reached (callers may skip), 1 any other error.
-set -eu
-
-PKG=opencode-ai
-VERSION=1.18.33
-
-here=$(cd "$(dirname "$0")" && pwd)
-cache=${1:-$here/.cache}
-prefix=$cache/opencode-env
-
-die() { echo "install-opencode: $*" >&2; exit 1; }
-
-mkdir -p "$cache"
-exec 9>"$cache/opencode-env.lock"
-flock 9
-
-installed() {
-	[ -x "$prefix/node_modules/.bin/opencode" ] &&
-		grep -q "\"version\": \"$VERSION\"" "$prefix/node_modules/$PKG/package.json" 2>/dev/null
-}
-if installed; then
-	echo "$prefix"
-	exit 0
-fi
-command -v npm >/dev/null || die "npm is required"
-if ! npm view "$PKG@$VERSION" version >/dev/null 2>&1; then
-	echo "install-opencode: the npm registry cannot be reached" >&2
-	exit 3
-fi
-tmp=$(mktemp -d "$cache/opencode-env.new.XXXXXX")
-chmod 755 "$tmp" # mktemp makes it 0700: the rootless test pass runs the agent as another user
-trap 'rm -rf "$tmp"' EXIT
-npm install --silent --no-audit --no-fund --prefix "$tmp" "$PKG@$VERSION" >&2 ||
-	die "npm install $PKG@$VERSION failed"
-[ -x "$tmp/node_modules/.bin/opencode" ] || die "no node_modules/.bin/opencode after the install"
-"$tmp/node_modules/.bin/opencode" --version >/dev/null 2>&1 || die "opencode --version fails"
-rm -rf "$prefix"
-mv "$tmp" "$prefix"
-trap - EXIT
-echo "$prefix"
+# install-opencode.sh: the real opencode, a native binary from its
+# platform package (npm opencode-ai, pinned at 1.18.33) for the end-to-end
+# test of the built-in "opencode" profile; see install-agent.sh.
+# Usage: install-opencode.sh [CACHE_DIR]
+exec sh "$(dirname "$0")/install-agent.sh" opencode opencode-ai 1.18.33 "$@"
