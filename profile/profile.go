@@ -220,7 +220,7 @@ func (e *KeyError) Unwrap() error { return e.Err }
 func (p Profile) Validate() error {
 	for _, e := range p.Env {
 		name, _, _ := strings.Cut(e, "=")
-		if !validEnvName(name) {
+		if !ValidEnvName(name) {
 			return &KeyError{"env", fmt.Errorf("%q: want NAME or NAME=VALUE", e)}
 		}
 	}
@@ -244,7 +244,11 @@ func (p Profile) Validate() error {
 	return nil
 }
 
-func validEnvName(k string) bool {
+// ValidEnvName reports whether k may name an environment variable that
+// sbx passes or sets: a letter or underscore, then letters, digits and
+// underscores (what a POSIX shell accepts). sbx run's --env checks names
+// with it too.
+func ValidEnvName(k string) bool {
 	if k == "" {
 		return false
 	}

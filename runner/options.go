@@ -14,6 +14,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/profile"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -385,7 +386,7 @@ func cleanEnv(o *Options, who invoker, homeInside string) ([]string, error) {
 	}
 	for _, e := range o.Env {
 		k, v, hasValue := strings.Cut(e, "=")
-		if !validEnvName(k) {
+		if !profile.ValidEnvName(k) {
 			return nil, fmt.Errorf("invalid --env %q: want NAME or NAME=VALUE", e)
 		}
 		if !hasValue {
@@ -402,18 +403,6 @@ func cleanEnv(o *Options, who invoker, homeInside string) ([]string, error) {
 		out = append(out, k+"="+env[k])
 	}
 	return out, nil
-}
-
-func validEnvName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i, r := range k {
-		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // resolvePath makes p absolute (against cwd), resolves symlinks and checks
