@@ -14,6 +14,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/events"
+	"github.com/sbx-sandbox/sbx/bpf/internal/bpftest"
 )
 
 // lsmEnv is a sandbox cgroup registered with an LSM whose policy allows the
@@ -39,7 +40,7 @@ func newLSMEnv(t *testing.T) *lsmEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &lsmEnv{cgroup: lsmCgroupDir(t, filepath.Join(mnt, fmt.Sprintf("sbx-lsm-test-%d", os.Getpid())))}
+	e := &lsmEnv{cgroup: bpftest.CgroupDir(t, filepath.Join(mnt, fmt.Sprintf("sbx-lsm-test-%d", os.Getpid())))}
 	if e.id, err = bpf.CgroupID(e.cgroup); err != nil {
 		t.Fatal(err)
 	}
@@ -87,20 +88,6 @@ func newLSMEnv(t *testing.T) *lsmEnv {
 		}
 	})
 	return e
-}
-
-// lsmCgroupDir creates a cgroup2 directory, removed at cleanup.
-func lsmCgroupDir(t *testing.T, path string) string {
-	t.Helper()
-	if err := os.Mkdir(path, 0o755); err != nil {
-		t.Fatalf("create cgroup: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := os.Remove(path); err != nil {
-			t.Errorf("remove cgroup %s: %v", path, err)
-		}
-	})
-	return path
 }
 
 func writeFile(t *testing.T, path, content string) string {
@@ -421,7 +408,7 @@ func TestLSMEnforce(t *testing.T) {
 			}
 			cg := e.cgroup
 			if c.nested {
-				cg = lsmCgroupDir(t, filepath.Join(e.cgroup, "nested"))
+				cg = bpftest.CgroupDir(t, filepath.Join(e.cgroup, "nested"))
 			}
 			got, pid := lsmHelper(t, cg, files, args...)
 			if got != c.in {

@@ -16,6 +16,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/bpf/internal/bpftest"
 )
 
 // The LSM tests run real processes: the test binary re-executed in helper
@@ -64,26 +66,8 @@ func TestHelperLSMProcess(t *testing.T) {
 	if os.Getenv(lsmHelperEnv) != "1" {
 		t.Skip("helper process for the LSM tests")
 	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	fmt.Println(lsmRunHelper(args))
+	fmt.Println(lsmRunHelper(bpftest.HelperArgs()))
 	os.Exit(0)
-}
-
-func lsmErrName(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return unix.ErrnoName(errno)
-	}
-	return err.Error()
 }
 
 var openModes = map[string]int{
@@ -138,56 +122,56 @@ func ioctlPtr(fd int, req uint, arg unsafe.Pointer) error {
 func lsmRunHelper(args []string) string {
 	switch args[0] {
 	case "uring":
-		return lsmErrName(uringOpen(args[1]))
+		return bpftest.ErrName(uringOpen(args[1]))
 	case "open":
 		fd, err := unix.Open(args[1], openModes[args[2]]|unix.O_CLOEXEC, 0o644)
 		if err == nil {
 			unix.Close(fd)
 		}
-		return lsmErrName(err)
+		return bpftest.ErrName(err)
 	case "procfd":
 		pfd, err := unix.Open(args[1], unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return "O_PATH: " + lsmErrName(err)
+			return "O_PATH: " + bpftest.ErrName(err)
 		}
 		fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", pfd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err == nil {
 			unix.Close(fd)
 		}
-		return lsmErrName(err)
+		return bpftest.ErrName(err)
 	case "pipefd":
 		var p [2]int
 		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-			return "pipe: " + lsmErrName(err)
+			return "pipe: " + bpftest.ErrName(err)
 		}
 		fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", p[0]), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err == nil {
 			unix.Close(fd)
 		}
-		return lsmErrName(err)
+		return bpftest.ErrName(err)
 	case "exec":
 		err := unix.Exec(args[1], []string{args[1], "true"}, nil)
-		return lsmErrName(err)
+		return bpftest.ErrName(err)
 	case "link":
-		return lsmErrName(unix.Link(args[1], args[2]))
+		return bpftest.ErrName(unix.Link(args[1], args[2]))
 	case "rename":
-		return lsmErrName(unix.Rename(args[1], args[2]))
+		return bpftest.ErrName(unix.Rename(args[1], args[2]))
 	case "unlink":
-		return lsmErrName(unix.Unlink(args[1]))
+		return bpftest.ErrName(unix.Unlink(args[1]))
 	case "mkdir":
-		return lsmErrName(unix.Mkdir(args[1], 0o755))
+		return bpftest.ErrName(unix.Mkdir(args[1], 0o755))
 	case "truncate":
-		return lsmErrName(unix.Truncate(args[1], 0))
+		return bpftest.ErrName(unix.Truncate(args[1], 0))
 	case "chmod":
-		return lsmErrName(unix.Chmod(args[1], 0o600))
+		return bpftest.ErrName(unix.Chmod(args[1], 0o600))
 	case "tiocsti":
 		c := byte('x')
-		return lsmErrName(ioctlPtr(helperAtoi(args[1]), unix.TIOCSTI, unsafe.Pointer(&c)))
+		return bpftest.ErrName(ioctlPtr(helperAtoi(args[1]), unix.TIOCSTI, unsafe.Pointer(&c)))
 	case "tioclinux":
 		sub := byte(6) // TIOCL_GETSHIFTSTATE
-		return lsmErrName(ioctlPtr(helperAtoi(args[1]), unix.TIOCLINUX, unsafe.Pointer(&sub)))
+		return bpftest.ErrName(ioctlPtr(helperAtoi(args[1]), unix.TIOCLINUX, unsafe.Pointer(&sub)))
 	case "kill":
-		return lsmErrName(unix.Kill(helperAtoi(args[1]), unix.SIGTERM))
+		return bpftest.ErrName(unix.Kill(helperAtoi(args[1]), unix.SIGTERM))
 	case "killchild":
 		exe, err := os.Executable()
 		if err != nil {
@@ -199,10 +183,10 @@ func lsmRunHelper(args []string) string {
 		}
 		err = unix.Kill(cmd.Process.Pid, unix.SIGKILL)
 		cmd.Wait()
-		return lsmErrName(err)
+		return bpftest.ErrName(err)
 	case "ptrace":
 		runtime.LockOSThread()
-		return lsmErrName(unix.PtraceAttach(helperAtoi(args[1])))
+		return bpftest.ErrName(unix.PtraceAttach(helperAtoi(args[1])))
 	case "sleep":
 		time.Sleep(time.Minute)
 		return "slept"
@@ -211,28 +195,28 @@ func lsmRunHelper(args []string) string {
 		if err == nil {
 			unix.Close(fd)
 		}
-		return lsmErrName(err)
+		return bpftest.ErrName(err)
 	case "connect", "sendto":
 		sa := &unix.SockaddrInet4{Port: helperAtoi(args[2]), Addr: [4]byte{127, 0, 0, 1}}
 		if args[0] == "connect" {
-			return lsmErrName(unix.Connect(helperAtoi(args[1]), sa))
+			return bpftest.ErrName(unix.Connect(helperAtoi(args[1]), sa))
 		}
-		return lsmErrName(unix.Sendto(helperAtoi(args[1]), []byte("x"), 0, sa))
+		return bpftest.ErrName(unix.Sendto(helperAtoi(args[1]), []byte("x"), 0, sa))
 	case "tcp":
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return "socket: " + lsmErrName(err)
+			return "socket: " + bpftest.ErrName(err)
 		}
 		defer unix.Close(fd)
 		sa := &unix.SockaddrInet4{Port: helperAtoi(args[1]), Addr: [4]byte{127, 0, 0, 1}}
 		if err := unix.Connect(fd, sa); err != nil {
-			return "connect: " + lsmErrName(err)
+			return "connect: " + bpftest.ErrName(err)
 		}
 		_, err = unix.Write(fd, []byte("x"))
-		return lsmErrName(err)
+		return bpftest.ErrName(err)
 	case "send":
 		_, err := unix.Write(helperAtoi(args[1]), []byte("x"))
-		return lsmErrName(err)
+		return bpftest.ErrName(err)
 	case "unix", "unixdgram":
 		typ := unix.SOCK_STREAM
 		if args[0] == "unixdgram" {
@@ -240,33 +224,33 @@ func lsmRunHelper(args []string) string {
 		}
 		fd, err := unix.Socket(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return "socket: " + lsmErrName(err)
+			return "socket: " + bpftest.ErrName(err)
 		}
 		defer unix.Close(fd)
 		sa := &unix.SockaddrUnix{Name: args[1]}
 		if typ == unix.SOCK_DGRAM {
-			return lsmErrName(unix.Sendto(fd, []byte("x"), 0, sa))
+			return bpftest.ErrName(unix.Sendto(fd, []byte("x"), 0, sa))
 		}
-		return lsmErrName(unix.Connect(fd, sa))
+		return bpftest.ErrName(unix.Connect(fd, sa))
 	case "unixself":
 		path := filepath.Join(args[1], "self.sock")
 		os.Remove(path)
 		ln, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return "socket: " + lsmErrName(err)
+			return "socket: " + bpftest.ErrName(err)
 		}
 		defer unix.Close(ln)
 		if err := unix.Bind(ln, &unix.SockaddrUnix{Name: path}); err != nil {
-			return "bind: " + lsmErrName(err)
+			return "bind: " + bpftest.ErrName(err)
 		}
 		if err := unix.Listen(ln, 1); err != nil {
-			return "listen: " + lsmErrName(err)
+			return "listen: " + bpftest.ErrName(err)
 		}
 		return lsmRunHelper([]string{"unix", path})
 	case "netns":
 		runtime.LockOSThread() // the namespace is this thread's
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return "unshare: " + lsmErrName(err)
+			return "unshare: " + bpftest.ErrName(err)
 		}
 		return lsmRunHelper(args[1:])
 	case "bpf":
@@ -275,17 +259,17 @@ func lsmRunHelper(args []string) string {
 		attr := [4]uint32{unix.BPF_MAP_TYPE_ARRAY, 4, 4, 1}
 		fd, _, e := unix.Syscall(unix.SYS_BPF, unix.BPF_MAP_CREATE, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
 		if e != 0 {
-			return lsmErrName(e)
+			return bpftest.ErrName(e)
 		}
 		unix.Close(int(fd))
 		return "ok"
 	case "umount":
-		return lsmErrName(unix.Unmount(args[1], 0))
+		return bpftest.ErrName(unix.Unmount(args[1], 0))
 	case "mount":
 		if err := unix.Mount("tmpfs", args[1], "tmpfs", 0, ""); err != nil {
-			return lsmErrName(err)
+			return bpftest.ErrName(err)
 		}
-		return lsmErrName(unix.Unmount(args[1], 0))
+		return bpftest.ErrName(unix.Unmount(args[1], 0))
 	}
 	return "bad helper mode " + args[0]
 }

@@ -464,7 +464,7 @@ func (l *LSM) removeLocked(cgroupID uint64) error {
 	return nil
 }
 
-// events.Maps returns the event routing maps the programs write to: the
+// EventMaps returns the event routing maps the programs write to: the
 // shared ones of [Options.Events], or the LSM's own.
 func (l *LSM) EventMaps() events.Maps {
 	return events.Maps{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/events"
+	"github.com/sbx-sandbox/sbx/bpf/internal/bpftest"
 	"github.com/sbx-sandbox/sbx/bpf/pin"
 )
 
@@ -26,7 +27,7 @@ func TestLSMPinnedSharedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := lsmCgroupDir(t, filepath.Join(mnt, fmt.Sprintf("sbx-lsm-pin-%d", os.Getpid())))
+	run := bpftest.CgroupDir(t, filepath.Join(mnt, fmt.Sprintf("sbx-lsm-pin-%d", os.Getpid())))
 	runID, err := bpf.CgroupID(run)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +145,7 @@ func TestLSMPinnedOwnEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := lsmCgroupDir(t, filepath.Join(mnt, fmt.Sprintf("sbx-lsm-own-%d", os.Getpid())))
+	run := bpftest.CgroupDir(t, filepath.Join(mnt, fmt.Sprintf("sbx-lsm-own-%d", os.Getpid())))
 	runID, err := bpf.CgroupID(run)
 	if err != nil {
 		t.Fatal(err)

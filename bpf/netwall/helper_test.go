@@ -108,26 +108,8 @@ func TestNetHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) != "1" {
 		return
 	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	fmt.Println(runHelper(args))
+	fmt.Println(runHelper(bpftest.HelperArgs()))
 	os.Exit(0)
-}
-
-func errName(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return unix.ErrnoName(errno)
-	}
-	return err.Error()
 }
 
 func atoi(s string) int {
@@ -173,27 +155,27 @@ func runHelper(args []string) string {
 		}
 		fd, err := unix.Socket(family, typ, 0)
 		if err != nil {
-			return errName(err)
+			return bpftest.ErrName(err)
 		}
 		defer unix.Close(fd)
 		if args[0] == "udpsend" {
-			return errName(unix.Sendto(fd, []byte("x"), 0, sa))
+			return bpftest.ErrName(unix.Sendto(fd, []byte("x"), 0, sa))
 		}
-		return errName(unix.Connect(fd, sa))
+		return bpftest.ErrName(unix.Connect(fd, sa))
 	case "socket":
 		fd, err := unix.Socket(atoi(args[1]), atoi(args[2]), atoi(args[3]))
 		if err == nil {
 			unix.Close(fd)
 		}
-		return errName(err)
+		return bpftest.ErrName(err)
 	case "connect":
-		return errName(unix.Connect(atoi(args[1]), sockaddr(args[2])))
+		return bpftest.ErrName(unix.Connect(atoi(args[1]), sockaddr(args[2])))
 	case "sendto":
-		return errName(unix.Sendto(atoi(args[1]), []byte("x"), 0, sockaddr(args[2])))
+		return bpftest.ErrName(unix.Sendto(atoi(args[1]), []byte("x"), 0, sockaddr(args[2])))
 	case "fastopen":
-		return errName(unix.Sendto(atoi(args[1]), []byte("x"), unix.MSG_FASTOPEN, sockaddr(args[2])))
+		return bpftest.ErrName(unix.Sendto(atoi(args[1]), []byte("x"), unix.MSG_FASTOPEN, sockaddr(args[2])))
 	case "bind":
-		return errName(unix.Bind(atoi(args[1]), sockaddr(args[2])))
+		return bpftest.ErrName(unix.Bind(atoi(args[1]), sockaddr(args[2])))
 	case "sockets":
 		var err error
 		for i := 0; i < atoi(args[1]); i++ {
@@ -202,7 +184,7 @@ func runHelper(args []string) string {
 				unix.Close(fd)
 			}
 		}
-		return errName(err)
+		return bpftest.ErrName(err)
 	case "reader":
 		n, err := Open(args[1], &Options{PinRoot: args[2]})
 		if err != nil {
@@ -215,9 +197,9 @@ func runHelper(args []string) string {
 		slot, _ := r.Slot()
 		return itoa(int(slot))
 	case "canary":
-		return errName(canary.Net())
+		return bpftest.ErrName(canary.Net())
 	case "loopback-canary":
-		return errName(canary.Loopback(true))
+		return bpftest.ErrName(canary.Loopback(true))
 	}
 	return "bad helper mode " + args[0]
 }

@@ -421,7 +421,7 @@ func (n *Wall) Revoke(cgroupID uint64) error {
 	return nil
 }
 
-// events.Maps returns the event routing maps of this wall, for
+// EventMaps returns the event routing maps of this wall, for
 // [events.NewReader] or for sharing with another object that includes
 // events.h (ebpf.CollectionOptions.MapReplacements, by map name).
 func (n *Wall) EventMaps() events.Maps {

@@ -9,7 +9,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/pin"
@@ -81,4 +84,28 @@ func PinRoot(t testing.TB) string {
 		}
 	})
 	return root
+}
+
+// ErrName names err for a helper process's one-line answer: "ok" for nil,
+// the errno's name (EACCES, EPERM, ...) for an errno, else its text.
+func ErrName(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return unix.ErrnoName(errno)
+	}
+	return err.Error()
+}
+
+// HelperArgs returns the arguments after "--" in os.Args: what a test
+// binary re-run as a helper process was asked to do.
+func HelperArgs() []string {
+	for i, a := range os.Args {
+		if a == "--" {
+			return os.Args[i+1:]
+		}
+	}
+	return os.Args
 }
