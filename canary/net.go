@@ -3,6 +3,7 @@ package canary
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"unsafe"
 
@@ -20,12 +21,14 @@ const Comm = "sbx-canary"
 // with the wall, produces.
 const Events = 2
 
-// Addresses the loopback canary must not reach: TEST-NET-1 (RFC 5737) and
-// the IPv6 documentation prefix (RFC 3849), never routed anywhere. A UDP
-// connect sends nothing; it only asks the walls and the routing table.
+// Outside4 and Outside6 are the addresses the loopback canary must not
+// reach: in TEST-NET-1 (RFC 5737) and the IPv6 documentation prefix (RFC
+// 3849), never routed anywhere. A UDP connect sends nothing; it only asks
+// the walls and the routing table. The runner never puts them on a
+// sandbox's lo, which would defeat the proof.
 var (
-	canaryOutside4 = [4]byte{192, 0, 2, 1}
-	canaryOutside6 = [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}
+	Outside4 = netip.AddrFrom4([4]byte{192, 0, 2, 1})
+	Outside6 = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1})
 )
 
 // Net proves the network wall holds for the calling process: it must be
@@ -104,8 +107,8 @@ func loopbackProof(want unix.Errno) error {
 	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		return fmt.Errorf("net canary: UDP connect to 127.0.0.1:9 failed with %w: loopback is not usable", err)
 	}
-	err = unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: canaryOutside4})
-	if err := outsideRefused("192.0.2.1:9", err, want); err != nil {
+	err = unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: Outside4.As4()})
+	if err := outsideRefused(netip.AddrPortFrom(Outside4, 9).String(), err, want); err != nil {
 		return err
 	}
 	fd6, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
@@ -116,8 +119,8 @@ func loopbackProof(want unix.Errno) error {
 		return fmt.Errorf("net canary: socket(AF_INET6, SOCK_DGRAM) failed with %w", err)
 	}
 	defer unix.Close(fd6)
-	err = unix.Connect(fd6, &unix.SockaddrInet6{Port: 9, Addr: canaryOutside6})
-	return outsideRefused("[2001:db8::1]:9", err, want)
+	err = unix.Connect(fd6, &unix.SockaddrInet6{Port: 9, Addr: Outside6.As16()})
+	return outsideRefused(netip.AddrPortFrom(Outside6, 9).String(), err, want)
 }
 
 // outsideRefused checks the result of a UDP connect to an outside address.

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -126,6 +127,11 @@ func TestTiersAgree(t *testing.T) {
 	}
 }
 
+var (
+	fwd4 = netip.MustParseAddrPort("10.0.0.5:5432")
+	fwd6 = netip.MustParseAddrPort("[fd00::5]:443")
+)
+
 func TestWallCompile(t *testing.T) {
 	v6 := netip.MustParseAddrPort("[fd00::1]:8080")
 	cases := []struct {
@@ -145,6 +151,15 @@ func TestWallCompile(t *testing.T) {
 		{"zone", WallRules{Proxy: netip.MustParseAddrPort("[fe80::1%eth0]:1")}, WallEntry{}, true},
 		{"unspecified", WallRules{Proxy: netip.MustParseAddrPort("0.0.0.0:1")}, WallEntry{}, true},
 		{"port 0", WallRules{Proxy: netip.MustParseAddrPort("127.0.0.1:0")}, WallEntry{}, true},
+		{"forwards", WallRules{Loopback: true, Forwards: []netip.AddrPort{fwd4, fwd6}}, WallEntry{
+			Flags: WallLoopback, NForwards: 2,
+			Forwards: [MaxWallForwards]WallEndpoint{{Family: afInet, Addr: [16]byte{10, 0, 0, 5}, Port: 5432}, {Family: afInet6, Addr: fwd6.Addr().As16(), Port: 443}},
+		}, false},
+		{"forwards without loopback", WallRules{Forwards: []netip.AddrPort{fwd4}}, WallEntry{}, true},
+		{"forwards with the host network", WallRules{HostNetwork: true, Loopback: true, Forwards: []netip.AddrPort{fwd4}}, WallEntry{}, true},
+		{"forward port 0", WallRules{Loopback: true, Forwards: []netip.AddrPort{netip.MustParseAddrPort("10.0.0.5:0")}}, WallEntry{}, true},
+		{"forward v4-in-v6", WallRules{Loopback: true, Forwards: []netip.AddrPort{netip.MustParseAddrPort("[::ffff:10.0.0.5]:1")}}, WallEntry{}, true},
+		{"too many forwards", WallRules{Loopback: true, Forwards: make([]netip.AddrPort, MaxWallForwards+1)}, WallEntry{}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -169,9 +184,12 @@ func TestNetworkWall(t *testing.T) {
 		{Network{Mode: NetLoopback}, WallRules{Loopback: true, NetnsCookie: 9}},
 		{Network{Mode: NetLoopback, Proxy: proxy}, WallRules{Loopback: true, NetnsCookie: 9, Proxy: proxy}},
 		{Network{Mode: NetHost, Proxy: proxy}, WallRules{HostNetwork: true}},
+		{Network{Mode: NetLoopback, Proxy: proxy, Forwards: []netip.AddrPort{fwd4}}, WallRules{Loopback: true, NetnsCookie: 9, Proxy: proxy, Forwards: []netip.AddrPort{fwd4}}},
+		{Network{Mode: NetNone, Proxy: proxy, Forwards: []netip.AddrPort{fwd4}}, WallRules{Proxy: proxy}},
+		{Network{Mode: NetHost, Forwards: []netip.AddrPort{fwd4}}, WallRules{HostNetwork: true}},
 	}
 	for _, c := range cases {
-		if got := c.n.Wall(9); got != c.want {
+		if got := c.n.Wall(9); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%v proxy %v: got %+v, want %+v", c.n.Mode, c.n.Proxy, got, c.want)
 		}
 	}
@@ -197,4 +215,22 @@ func TestSeccompTable(t *testing.T) {
 		}
 	}
 	golden(t, "seccomp-denied", SeccompDenied)
+}
+
+func TestWallRulesIsZero(t *testing.T) {
+	for _, c := range []struct {
+		r    WallRules
+		want bool
+	}{
+		{WallRules{}, true},
+		{WallRules{Proxy: proxy}, false},
+		{WallRules{HostNetwork: true}, false},
+		{WallRules{Loopback: true}, false},
+		{WallRules{NetnsCookie: 1}, false},
+		{WallRules{Forwards: []netip.AddrPort{fwd4}}, false},
+	} {
+		if got := c.r.IsZero(); got != c.want {
+			t.Errorf("%+v: IsZero %v, want %v", c.r, got, c.want)
+		}
+	}
 }

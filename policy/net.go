@@ -43,6 +43,27 @@ type WallRules struct {
 	// Loopback is limited to; 0 where the kernel cannot tell it (before
 	// Linux 5.14): any namespace but the host's.
 	NetnsCookie uint64
+	// Forwards, with Loopback, are TCP endpoints on the run's own lo
+	// beyond loopback addresses that the run may connect to: sbx's
+	// forwarders of allowed IP addresses (--allow-host 10.0.0.5:5432),
+	// at most MaxWallForwards.
+	Forwards []netip.AddrPort
+}
+
+// MaxWallForwards is the most forwarder endpoints a run's wall entry holds
+// (SBX_NET_MAX_FWD of bpf/include/sbx_net.h).
+const MaxWallForwards = 8
+
+// IsZero reports whether r grants no exception.
+func (r WallRules) IsZero() bool {
+	return !r.Proxy.IsValid() && !r.HostNetwork && !r.Loopback && r.NetnsCookie == 0 && len(r.Forwards) == 0
+}
+
+// WallEndpoint is one TCP endpoint of a wall entry.
+type WallEndpoint struct {
+	Family uint32   // afInet or afInet6
+	Addr   [16]byte // IPv4 in the first 4 bytes, or IPv6
+	Port   uint16   // host byte order
 }
 
 // WallEntry is a run's entry in the wall's per-run map, in the layout both
@@ -53,11 +74,14 @@ type WallEntry struct {
 	ProxyAddr   [16]byte // IPv4 in the first 4 bytes, or IPv6
 	ProxyPort   uint16   // host byte order
 	NetnsCookie uint64
+	NForwards   uint32
+	Forwards    [MaxWallForwards]WallEndpoint
 }
 
 // Wall compiles the network part of p for a run in netns (its cookie, or
-// 0): the zero rules for --net none, Loopback for --net loopback, each
-// with the proxy when there is one; HostNetwork alone for --net host.
+// 0): the zero rules for --net none, Loopback and the forwarders for --net
+// loopback, each with the proxy when there is one; HostNetwork alone for
+// --net host.
 func (n Network) Wall(netnsCookie uint64) WallRules {
 	if n.Mode == NetHost {
 		return WallRules{HostNetwork: true} // the proxy is moot
@@ -66,28 +90,55 @@ func (n Network) Wall(netnsCookie uint64) WallRules {
 	switch n.Mode {
 	case NetLoopback:
 		r.Loopback, r.NetnsCookie = true, netnsCookie
+		r.Forwards = n.Forwards
 	}
 	return r
 }
 
+// endpoint encodes ap for the wall, refusing what the BPF programs would
+// never match: a v4-in-v6, zoned or unspecified address, or port 0.
+func endpoint(ap netip.AddrPort) (WallEndpoint, error) {
+	a := ap.Addr()
+	if !ap.IsValid() || a.Is4In6() || a.Zone() != "" || a.IsUnspecified() || ap.Port() == 0 {
+		return WallEndpoint{}, fmt.Errorf("%s: want a plain IPv4 or IPv6 address and a port", ap)
+	}
+	e := WallEndpoint{Family: afInet, Port: ap.Port()}
+	if a.Is6() {
+		e.Family = afInet6
+	}
+	copy(e.Addr[:], a.AsSlice())
+	return e, nil
+}
+
 // Compile checks r and encodes it as the map entry, the one place the
-// proxy exception is validated: a plain IPv4 or IPv6 address (not
-// v4-in-v6, no zone, not unspecified) and a port.
+// proxy and forwarder exceptions are validated: each a plain IPv4 or IPv6
+// address (not v4-in-v6, no zone, not unspecified) and a port; forwarders
+// only with Loopback (they live on the run's own lo), at most
+// MaxWallForwards.
 func (r WallRules) Compile() (WallEntry, error) {
 	var e WallEntry
 	if r.Proxy.IsValid() {
-		a := r.Proxy.Addr()
-		if a.Is4In6() || a.Zone() != "" || a.IsUnspecified() || r.Proxy.Port() == 0 {
-			return WallEntry{}, fmt.Errorf("allow proxy %s: want a plain IPv4 or IPv6 address and a port", r.Proxy)
+		p, err := endpoint(r.Proxy)
+		if err != nil {
+			return WallEntry{}, fmt.Errorf("allow proxy %w", err)
 		}
 		e.Flags |= WallProxy
-		e.ProxyFamily = afInet
-		if a.Is6() {
-			e.ProxyFamily = afInet6
-		}
-		copy(e.ProxyAddr[:], a.AsSlice())
-		e.ProxyPort = r.Proxy.Port()
+		e.ProxyFamily, e.ProxyAddr, e.ProxyPort = p.Family, p.Addr, p.Port
 	}
+	if len(r.Forwards) > 0 && (!r.Loopback || r.HostNetwork) {
+		return WallEntry{}, fmt.Errorf("allow forwarders: they live on the run's own loopback, which these rules do not grant")
+	}
+	if len(r.Forwards) > MaxWallForwards {
+		return WallEntry{}, fmt.Errorf("allow forwarders: %d endpoints, at most %d", len(r.Forwards), MaxWallForwards)
+	}
+	for i, ap := range r.Forwards {
+		f, err := endpoint(ap)
+		if err != nil {
+			return WallEntry{}, fmt.Errorf("allow forwarder %w", err)
+		}
+		e.Forwards[i] = f
+	}
+	e.NForwards = uint32(len(r.Forwards))
 	if r.HostNetwork {
 		e.Flags |= WallAll
 	}

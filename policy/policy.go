@@ -71,6 +71,11 @@ type Network struct {
 	// Proxy, if valid, is the one TCP endpoint beyond the sandbox the
 	// program may connect to (the egress proxy of --allow-host).
 	Proxy netip.AddrPort
+	// Forwards are the TCP endpoints beyond loopback addresses that sbx
+	// puts on the sandbox's own lo under NetLoopback, each served by a
+	// forwarder to the same address on the host's side (the allowed IP
+	// addresses of --allow-host): at most MaxWallForwards.
+	Forwards []netip.AddrPort
 }
 
 // Limits are the run's resource limits; zero fields are unlimited.

@@ -12,6 +12,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -129,7 +130,11 @@ func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter
 		}
 		stops = append(stops, func() { px.close(o.Log) })
 		if o.loopback() {
-			fw := newForwarders(ns, px.p, o.allow, o.Log, !rootless)
+			wallLimit := policy.MaxWallForwards
+			if rootless {
+				wallLimit = 0
+			}
+			fw := newForwarders(ns, px.p, o.allow, o.Log, wallLimit)
 			if err := fw.start(); err != nil {
 				stop()
 				return nil, err
@@ -166,32 +171,35 @@ func (e *egressProxy) close(log io.Writer) {
 	}
 }
 
-// netPolicy is the run's exception to the network walls: the host network
-// (--net host), or the sandbox's own loopback (--net loopback, limited to
-// the namespace of the sandbox whose PID 1 is pid) and the egress proxy's
-// endpoint (--allow-host), or none. Without a wall (rootless) there is
-// nothing to look up.
-func (o *Options) netPolicy(pid int, wall bool) (netwall.Policy, error) {
-	var p netwall.Policy
+// netPolicy is the run's exception to the network walls (root): the host
+// network (--net host), or the sandbox's own loopback (--net loopback,
+// limited to the namespace of the sandbox whose PID 1 is pid) with the
+// forwarders' endpoints beyond loopback on it, and the egress proxy's
+// endpoint (--allow-host), or none.
+func (o *Options) netPolicy(pid int) (netwall.Policy, error) {
+	n := policy.Network{Mode: policy.NetNone}
 	switch {
 	case o.hostNetwork():
-		return netwall.Policy{HostNetwork: true}, nil
-	case len(o.allow) > 0:
-		p.Proxy = proxyAddr
+		n.Mode = policy.NetHost
+	case o.loopback():
+		n.Mode = policy.NetLoopback
 	}
-	if o.loopback() && wall {
-		p.Loopback = true
+	if len(o.allow) > 0 {
+		n.Proxy, n.Forwards = proxyAddr, wallForwards(o.allow)
+	}
+	var cookie uint64
+	if n.Mode == policy.NetLoopback {
 		c, err := egress.NetnsCookie("/proc/" + strconv.Itoa(pid) + "/ns/net")
 		switch {
 		case errors.Is(err, unix.ENOPROTOOPT):
 			// Before Linux 5.14: the wall then takes any namespace but
 			// the host's for the sandbox's.
 		case err != nil:
-			return p, fmt.Errorf("network wall: %w", err)
+			return netwall.Policy{}, fmt.Errorf("network wall: %w", err)
 		}
-		p.NetnsCookie = c
+		cookie = c
 	}
-	return p, nil
+	return n.Wall(cookie), nil
 }
 
 // netCanary is the proof the shim runs before the program (see

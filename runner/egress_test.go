@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/policy"
 )
 
 func TestHostsResolver(t *testing.T) {
@@ -104,5 +106,35 @@ func TestProxyEnv(t *testing.T) {
 				t.Errorf("proxyEnv has %d variables, want %d: %v", len(env), want, env)
 			}
 		})
+	}
+}
+
+// TestIPForwards: the allowed IP addresses that get a forwarder at the same
+// address and port, split into loopback and beyond, in rule order; the
+// proxy's endpoint, the canary's outside addresses, multicast addresses and
+// names get none. The wall's exceptions are the first
+// policy.MaxWallForwards beyond loopback.
+func TestIPForwards(t *testing.T) {
+	many := []string{"api.example.com", "127.0.0.1:3128", "192.0.2.1:443", "[2001:db8::1]:443", "224.0.0.1:5353", "127.0.0.1:11434", "[::1]:8080"}
+	for i := 1; i <= policy.MaxWallForwards+2; i++ {
+		many = append(many, fmt.Sprintf("10.0.0.%d:5432", i))
+	}
+	allow, err := egress.ParseAllowlist(many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, beyond := ipForwards(allow)
+	if got, want := fmt.Sprint(local), "[127.0.0.1:11434 [::1]:8080]"; got != want {
+		t.Errorf("loopback: got %s, want %s", got, want)
+	}
+	if len(beyond) != policy.MaxWallForwards+2 || beyond[0] != netip.MustParseAddrPort("10.0.0.1:5432") {
+		t.Errorf("beyond loopback: got %v", beyond)
+	}
+	wall := wallForwards(allow)
+	if len(wall) != policy.MaxWallForwards || wall[policy.MaxWallForwards-1] != beyond[policy.MaxWallForwards-1] {
+		t.Errorf("wall: got %v, want the first %d of %v", wall, policy.MaxWallForwards, beyond)
+	}
+	if _, err := (policy.WallRules{Loopback: true, Forwards: wall}).Compile(); err != nil {
+		t.Errorf("the wall's forwards do not compile: %v", err)
 	}
 }

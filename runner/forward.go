@@ -6,7 +6,9 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/sbx-sandbox/sbx/canary"
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/policy"
 )
 
 // forwardBase is the first address of the name forwarders: each allowed
@@ -31,11 +33,12 @@ type forwarders struct {
 	p     *egress.Proxy
 	allow egress.Allowlist
 	log   io.Writer
-	// wall: the BPF network wall limits the sandbox to its loopback (and
-	// the proxy), so an allowed address beyond loopback gets no
-	// forwarder (a client's connect to it would be refused by the wall
-	// before reaching one); it is reached through the proxy.
-	wall bool
+	// wallLimit, with the BPF network wall (root), is how many allowed
+	// addresses beyond loopback get a forwarder: the wall lets the
+	// sandbox connect to those endpoints alone (policy.MaxWallForwards);
+	// the rest are reached through the proxy. 0: no limit (rootless, the
+	// empty namespace is the wall).
+	wallLimit int
 
 	mu     sync.Mutex
 	warned bool // about a name beyond maxForwardNames
@@ -44,8 +47,8 @@ type forwarders struct {
 	taken  map[netip.Addr]bool // addresses IP rules name
 }
 
-func newForwarders(ns *egress.Netns, p *egress.Proxy, allow egress.Allowlist, log io.Writer, wall bool) *forwarders {
-	f := &forwarders{ns: ns, p: p, allow: allow, log: log, wall: wall, names: map[string]netip.Addr{}, next: forwardBase, taken: map[netip.Addr]bool{}}
+func newForwarders(ns *egress.Netns, p *egress.Proxy, allow egress.Allowlist, log io.Writer, wallLimit int) *forwarders {
+	f := &forwarders{ns: ns, p: p, allow: allow, log: log, wallLimit: wallLimit, names: map[string]netip.Addr{}, next: forwardBase, taken: map[netip.Addr]bool{}}
 	for _, r := range allow {
 		if r.IsIP() {
 			f.taken[r.Addr()] = true
@@ -119,51 +122,70 @@ func (f *forwarders) forName(name string) (netip.Addr, error) {
 	return a, nil
 }
 
-// forwardIPs listens, for each allowed IP address and port, on that same
-// address and port in the sandbox's namespace (adding the address to its
-// lo unless it is loopback, which lo has already), so that a client that
-// dials the literal (127.0.0.1:11434 for a model server on the host's
-// loopback, 10.0.0.5:5432) reaches the host's destination at the same
-// address. The proxy's own 127.0.0.1:3128 is left to the proxy, and with
-// the BPF wall (root) the addresses beyond loopback are too (see wall).
+// forwardIPs listens, for each allowed IP address and port (ipForwards),
+// on that same address and port in the sandbox's namespace (adding the
+// address to its lo unless it is loopback, which lo has already), so that
+// a client that dials the literal (127.0.0.1:11434 for a model server on
+// the host's loopback, 10.0.0.5:5432) reaches the host's destination at
+// the same address. With the BPF wall only the first wallLimit addresses
+// beyond loopback get one (the wall's exceptions, wallForwards), and a
+// warning names the rest.
 func (f *forwarders) forwardIPs() error {
+	local, beyond := ipForwards(f.allow)
+	if f.wallLimit > 0 && len(beyond) > f.wallLimit {
+		rest := beyond[f.wallLimit:]
+		beyond = beyond[:f.wallLimit]
+		fmt.Fprintf(f.log, "sbx: warning: --allow-host: the network wall holds %d addresses beyond loopback; %s and %d more are reached through the proxy only (HTTPS_PROXY), not dialed directly\n", f.wallLimit, rest[0], len(rest)-1)
+	}
 	added := map[netip.Addr]bool{}
-	for _, r := range f.allow {
-		if !r.IsIP() {
-			continue
-		}
-		a, port := r.Addr(), r.Port()
-		ap := netip.AddrPortFrom(a, port)
-		if ap == proxyAddr || (f.wall && !a.IsLoopback()) || canaryRange(a) {
-			continue
-		}
+	for _, ap := range append(local, beyond...) {
+		a := ap.Addr()
 		if !a.IsLoopback() && !added[a] {
 			if err := f.ns.AddLoopbackAddr(a); err != nil {
-				return fmt.Errorf("egress forwarder for %s: %w", r, err)
+				return fmt.Errorf("egress forwarder for %s: %w", ap, err)
 			}
 			added[a] = true
 		}
 		ln, err := f.ns.Listen(ap.String())
 		if err != nil {
-			return fmt.Errorf("egress forwarder for %s: %w", r, err)
+			return fmt.Errorf("egress forwarder for %s: %w", ap, err)
 		}
-		go func() { _ = f.p.ServeForward(ln, a.String(), port) }()
+		go func() { _ = f.p.ServeForward(ln, a.String(), ap.Port()) }()
 	}
 	return nil
 }
 
-// canaryRanges are the documentation ranges (RFC 5737 TEST-NET-1, RFC
-// 3849) that the shim's network canary dials to prove that nothing beyond
-// loopback answers (bpf/net_canary.go): never put on the sandbox's lo,
-// which would defeat that proof. Nothing real lives there; a rule for one
-// is served by the proxy alone.
-var canaryRanges = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::/32")}
-
-func canaryRange(a netip.Addr) bool {
-	for _, p := range canaryRanges {
-		if p.Contains(a) {
-			return true
+// ipForwards are the endpoints of the allowed IP addresses that get a
+// forwarder on the same address and port in the sandbox, in rule order:
+// the loopback ones, and those beyond loopback, which sbx puts on the
+// sandbox's lo. The proxy's own 127.0.0.1:3128 is left to the proxy, and
+// the addresses the shim's loopback canary dials to prove that nothing
+// beyond loopback answers (canary.Outside4, Outside6) are never put on lo,
+// nor multicast addresses: a rule for one is served by the proxy alone.
+func ipForwards(allow egress.Allowlist) (local, beyond []netip.AddrPort) {
+	for _, r := range allow {
+		if !r.IsIP() {
+			continue
+		}
+		ap := netip.AddrPortFrom(r.Addr(), r.Port())
+		switch a := ap.Addr(); {
+		case ap == proxyAddr || a == canary.Outside4 || a == canary.Outside6 || a.IsMulticast():
+		case a.IsLoopback():
+			local = append(local, ap)
+		default:
+			beyond = append(beyond, ap)
 		}
 	}
-	return false
+	return local, beyond
+}
+
+// wallForwards are the forwarder endpoints beyond loopback that the BPF
+// wall lets a root run connect to: the first policy.MaxWallForwards of
+// ipForwards (forwardIPs serves the same ones).
+func wallForwards(allow egress.Allowlist) []netip.AddrPort {
+	_, beyond := ipForwards(allow)
+	if len(beyond) > policy.MaxWallForwards {
+		beyond = beyond[:policy.MaxWallForwards]
+	}
+	return beyond
 }

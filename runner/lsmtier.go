@@ -56,7 +56,7 @@ func (t *lsmTier) add(spec *sandbox.Spec, id uint64, pid1 int, net netwall.Polic
 		return fmt.Errorf("file tier (BPF LSM): %w", err)
 	}
 	t.cgID, t.added = id, true
-	if net != (netwall.Policy{}) {
+	if !net.IsZero() {
 		if err := t.lsm.AllowNet(id, net); err != nil {
 			return fmt.Errorf("file tier (BPF LSM): %w", err)
 		}

@@ -76,7 +76,7 @@ func (w *netWall) allow(id uint64, p netwall.Policy) error {
 // not know, so the run would fail in confusing ways (its canary first).
 // Fail closed, with the cause and the way out.
 func (w *netWall) checkForeign(p netwall.Policy) error {
-	if p == (netwall.Policy{}) {
+	if p.IsZero() {
 		return nil
 	}
 	n, err := w.net.ForeignSockCreate()

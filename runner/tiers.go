@@ -208,12 +208,12 @@ func (wallTier) attach(r *run) error {
 	if err := r.wall.watch(r.cgroupID, r.rep); err != nil {
 		return err
 	}
-	p, err := r.o.netPolicy(r.sb.Pid(), true)
+	p, err := r.o.netPolicy(r.sb.Pid())
 	if err != nil {
 		return err
 	}
 	r.net = p
-	if p == (netwall.Policy{}) {
+	if p.IsZero() {
 		return nil
 	}
 	if err := r.wall.checkForeign(p); err != nil {

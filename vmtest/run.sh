@@ -125,6 +125,9 @@ mount -t bpf bpf /sys/fs/bpf
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tmpfs tmpfs /tmp
 ip link set lo up
+# Addresses beyond loopback for the forwarder tests (bpftest.HostAddrs).
+ip addr add 198.18.0.1/32 dev lo
+ip addr add 2001:2::1/128 dev lo
 echo "$marker: kernel \$(uname -r), lsm=\$(cat /sys/kernel/security/lsm), booted in \$(cut -d' ' -f1 /proc/uptime) s"
 cd /test
 rc=0

@@ -3,6 +3,7 @@ package lsm
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,6 +110,7 @@ func ioctlPtr(fd int, req uint, arg unsafe.Pointer) error {
 //	socket FAMILY TYPE    create a socket
 //	connect FD PORT       connect a passed-in socket to 127.0.0.1:PORT
 //	sendto FD PORT        send one datagram to 127.0.0.1:PORT
+//	dial ADDR:PORT        connect a new TCP socket to ADDR:PORT, send a byte
 //	tcp PORT              connect a new TCP socket to 127.0.0.1:PORT, send a byte
 //	send FD               send a byte on a passed-in connected socket
 //	unix PATH             connect a new unix stream socket to PATH
@@ -209,6 +211,23 @@ func lsmRunHelper(args []string) string {
 		}
 		defer unix.Close(fd)
 		sa := &unix.SockaddrInet4{Port: helperAtoi(args[1]), Addr: [4]byte{127, 0, 0, 1}}
+		if err := unix.Connect(fd, sa); err != nil {
+			return "connect: " + bpftest.ErrName(err)
+		}
+		_, err = unix.Write(fd, []byte("x"))
+		return bpftest.ErrName(err)
+	case "dial":
+		ap := netip.MustParseAddrPort(args[1])
+		family := unix.AF_INET6
+		var sa unix.Sockaddr = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+		if ap.Addr().Is4() {
+			family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+		}
+		fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "socket: " + bpftest.ErrName(err)
+		}
+		defer unix.Close(fd)
 		if err := unix.Connect(fd, sa); err != nil {
 			return "connect: " + bpftest.ErrName(err)
 		}

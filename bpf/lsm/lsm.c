@@ -26,7 +26,8 @@
  *    (a second wall behind the cgroup programs; it also holds for sockets
  *    that leaked in from outside), except TCP to the run's egress proxy
  *    when sbx set one (SBX_NET_ALLOW_PROXY), and the run's own loopback
- *    under --net loopback (SBX_NET_ALLOW_LOOPBACK).
+ *    and its forwarders' endpoints on it (sbx_net_policy.fwd) under --net
+ *    loopback (SBX_NET_ALLOW_LOOPBACK).
  *  - unix_stream_connect/unix_may_send: no unix socket of another network
  *    namespace (a host daemon's socket file in the workspace).
  *
@@ -764,17 +765,6 @@ static __always_inline void fill_addr(struct sbx_event *e, struct sockaddr *addr
 	}
 }
 
-/* same_addr16 compares two 16-byte addresses as words (no indexed loop
- * into the map value, which the verifier would reject). */
-static __always_inline bool same_addr16(const __u8 *map_addr, const __u8 *a)
-{
-	__u32 want[4], got[4];
-
-	__builtin_memcpy(want, map_addr, 16);
-	__builtin_memcpy(got, a, 16);
-	return want[0] == got[0] && want[1] == got[1] && want[2] == got[2] && want[3] == got[3];
-}
-
 /* is_proxy reports whether addr is exactly the proxy endpoint of px. */
 static __always_inline bool is_proxy(struct sbx_net_policy *px, struct sockaddr *addr)
 {
@@ -799,7 +789,7 @@ static __always_inline bool is_proxy(struct sbx_net_policy *px, struct sockaddr 
 	}
 	if (port != px->proxy_port)
 		return false;
-	return same_addr16(px->proxy_addr, a);
+	return sbx_same_addr16(px->proxy_addr, a);
 }
 
 /* peer_is_proxy reports whether sock is connected to exactly the proxy
@@ -818,44 +808,94 @@ static __always_inline bool peer_is_proxy(struct sbx_net_policy *px, struct sock
 	} else {
 		BPF_CORE_READ_INTO(&a, sk, __sk_common.skc_v6_daddr);
 	}
-	return same_addr16(px->proxy_addr, a);
+	return sbx_same_addr16(px->proxy_addr, a);
+}
+
+/* sock_dest reads where using sock with addr goes: the family, address
+ * (IPv4 in a[0]) and port of addr, or without one of the socket's peer.
+ * It reports false for an address of another family than the socket's. */
+static __always_inline bool sock_dest(struct socket *sock, struct sockaddr *addr, __u16 *fam,
+				      __u32 a[4], __u16 *port)
+{
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+
+	*fam = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (addr) {
+		if (BPF_CORE_READ(addr, sa_family) != *fam)
+			return false;
+		if (*fam == AF_INET) {
+			bpf_probe_read_kernel(a, 4, &((struct sockaddr_in *)addr)->sin_addr);
+			*port = bpf_ntohs(BPF_CORE_READ((struct sockaddr_in *)addr, sin_port));
+		} else {
+			bpf_probe_read_kernel(a, 16, &((struct sockaddr_in6 *)addr)->sin6_addr);
+			*port = bpf_ntohs(BPF_CORE_READ((struct sockaddr_in6 *)addr, sin6_port));
+		}
+		return true;
+	}
+	/* a is a pointer here: give the size (BPF_CORE_READ_INTO would take
+	 * sizeof(*a), one word). */
+	if (*fam == AF_INET)
+		a[0] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+	else
+		bpf_core_read(a, 16, &sk->__sk_common.skc_v6_daddr);
+	*port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	return true;
+}
+
+/* own_netns reports whether sock lives in the current task's network
+ * namespace: a sandboxed task's is the run's own; a socket leaked in from
+ * the host lives in the host's, where loopback is the host's. */
+static __always_inline bool own_netns(struct socket *sock)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return BPF_CORE_READ(sock, sk, __sk_common.skc_net.net) ==
+	       BPF_CORE_READ(task, nsproxy, net_ns);
 }
 
 /* loopback_ok reports whether a run with SBX_NET_ALLOW_LOOPBACK may
- * use sock with addr: sock lives in the current task's network namespace
- * (a sandboxed task's is the run's own; a socket leaked in from the host
- * lives in the host's) and, unless binding, addr (or, without one, the
- * socket's peer) is 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. */
+ * use sock with addr: sock lives in the run's namespace (own_netns) and,
+ * unless binding, addr (or, without one, the socket's peer) is
+ * 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. */
 static __always_inline bool loopback_ok(struct socket *sock, struct sockaddr *addr, bool binding)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct sock *sk = BPF_CORE_READ(sock, sk);
 	__u32 a[4] = {};
-	__u16 fam;
+	__u16 fam, port;
 
-	if (BPF_CORE_READ(sk, __sk_common.skc_net.net) != BPF_CORE_READ(task, nsproxy, net_ns))
+	if (!own_netns(sock))
 		return false;
 	if (binding)
 		return true;
-	fam = BPF_CORE_READ(sk, __sk_common.skc_family);
-	if (addr) {
-		if (BPF_CORE_READ(addr, sa_family) != fam)
-			return false;
-		if (fam == AF_INET)
-			bpf_probe_read_kernel(a, 4, &((struct sockaddr_in *)addr)->sin_addr);
-		else
-			bpf_probe_read_kernel(a, 16, &((struct sockaddr_in6 *)addr)->sin6_addr);
-	} else if (fam == AF_INET) {
-		a[0] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
-	} else {
-		BPF_CORE_READ_INTO(&a, sk, __sk_common.skc_v6_daddr);
-	}
+	if (!sock_dest(sock, addr, &fam, a, &port))
+		return false;
 	if (fam == AF_INET)
 		return (bpf_ntohl(a[0]) >> 24) == 127;
 	if (a[0] || a[1])
 		return false;
 	return (a[2] == 0 && a[3] == bpf_htonl(1)) ||
 	       (a[2] == bpf_htonl(0xffff) && (bpf_ntohl(a[3]) >> 24) == 127);
+}
+
+/* forward_ok reports whether a run with SBX_NET_ALLOW_LOOPBACK may
+ * connect (or send on) stream socket sock to addr (or its peer): sock lives
+ * in the run's namespace and the destination is one of px's forwarder
+ * endpoints (an IPv4 one also as ::ffff:a.b.c.d on an IPv6 socket). */
+static __always_inline bool forward_ok(struct sbx_net_policy *px, struct socket *sock,
+				       struct sockaddr *addr)
+{
+	__u32 a[4] = {};
+	__u16 fam, port;
+
+	if (!px->nfwd || BPF_CORE_READ(sock, type) != SOCK_STREAM || !own_netns(sock))
+		return false;
+	if (!sock_dest(sock, addr, &fam, a, &port))
+		return false;
+	if (fam == AF_INET6 && a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0xffff)) {
+		fam = AF_INET;
+		a[0] = a[3];
+		a[2] = a[3] = 0;
+	}
+	return sbx_is_forward(px, fam, (const __u8 *)a, port);
 }
 
 /* deny_sock is the verdict on using sock (connect, bind, send) with addr:
@@ -876,7 +916,7 @@ static __always_inline int deny_sock(struct socket *sock, struct sockaddr *addr,
 	if (v == SBX_NET_FREE)
 		return 0;
 	if ((px.flags & SBX_NET_ALLOW_LOOPBACK) && (fam == AF_INET || fam == AF_INET6) &&
-	    loopback_ok(sock, addr, binding))
+	    (loopback_ok(sock, addr, binding) || (!binding && forward_ok(&px, sock, addr))))
 		return 0;
 	if (v == SBX_NET_PROXIED && !binding && fam == px.proxy_family &&
 	    BPF_CORE_READ(sock, type) == SOCK_STREAM &&

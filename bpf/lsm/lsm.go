@@ -409,6 +409,10 @@ func (l *LSM) AllowNet(cgroupID uint64, p policy.WallRules) error {
 		ProxyAddr:   e.ProxyAddr,
 		ProxyPort:   e.ProxyPort,
 		NetnsCookie: e.NetnsCookie,
+		Nfwd:        e.NForwards,
+	}
+	for i, f := range e.Forwards {
+		v.Fwd[i].Family, v.Fwd[i].Addr, v.Fwd[i].Port = f.Family, f.Addr, f.Port
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -56,6 +56,15 @@ type lsmSbxNetPolicy struct {
 	Pad         uint16
 	Reserved    uint32
 	NetnsCookie uint64
+	Nfwd        uint32
+	Pad2        uint32
+	Fwd         [8]struct {
+		_      structs.HostLayout
+		Family uint32
+		Port   uint16
+		Pad    uint16
+		Addr   [16]uint8
+	}
 }
 
 type lsmSbxRun struct {

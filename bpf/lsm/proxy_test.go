@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/bpf/events"
+	"github.com/sbx-sandbox/sbx/bpf/internal/bpftest"
 	"github.com/sbx-sandbox/sbx/policy"
 )
 
@@ -181,5 +182,97 @@ func TestLSMUnixPeer(t *testing.T) {
 				t.Errorf("event %+v: want EPERM, AF_UNIX, target %s", ev, c.path)
 			}
 		})
+	}
+}
+
+// listenAt accepts (and closes) TCP connections on a and returns its
+// address and port.
+func listenAt(t *testing.T, a netip.Addr) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(a, 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).AddrPort()
+}
+
+// TestLSMLoopback: with AllowNet and loopback, a sandboxed task connects to
+// and sends on (the socket's peer decides) TCP sockets to 127.0.0.1 and
+// ::1 of its own namespace; without it both are refused. Outside the
+// sandbox both answer (the controls).
+func TestLSMLoopback(t *testing.T) {
+	e := newLSMEnv(t)
+	for _, a := range []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()} {
+		ap := listenAt(t, a)
+		if got, _ := lsmHelper(t, "", nil, "dial", ap.String()); got != "ok" {
+			t.Fatalf("control outside the sandbox: dial %s = %q, want ok", ap, got)
+		}
+		for _, c := range []struct {
+			name string
+			p    policy.WallRules
+			want string
+		}{
+			{"loopback", policy.WallRules{Loopback: true}, "ok"},
+			{"no exception", policy.WallRules{Proxy: netip.MustParseAddrPort("127.0.0.1:1")}, "connect: EPERM"},
+		} {
+			t.Run(a.String()+"/"+c.name, func(t *testing.T) {
+				if err := e.lsm.AllowNet(e.id, c.p); err != nil {
+					t.Fatalf("AllowNet: %v", err)
+				}
+				want := c.want
+				if a.Is6() && c.want != "ok" {
+					want = "socket: EPERM" // the proxy's family is IPv4
+				}
+				if got, _ := lsmHelper(t, e.cgroup, nil, "dial", ap.String()); got != want {
+					t.Errorf("in the sandbox: dial %s = %q, want %q", ap, got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestLSMForward: with AllowNet, loopback and a forwarder endpoint (an
+// address beyond loopback that sbx puts on the sandbox's lo), a sandboxed
+// task connects a TCP socket to exactly that endpoint; another port of the
+// same address is refused, and so is the endpoint itself for a run with
+// loopback alone. Outside the sandbox both listeners answer (the controls).
+func TestLSMForward(t *testing.T) {
+	e := newLSMEnv(t)
+	for _, a := range bpftest.HostAddrs(t) {
+		allowed, other := listenAt(t, a), listenAt(t, a)
+		for _, ap := range []netip.AddrPort{allowed, other} {
+			if got, _ := lsmHelper(t, "", nil, "dial", ap.String()); got != "ok" {
+				t.Fatalf("control outside the sandbox: dial %s = %q, want ok", ap, got)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			p    policy.WallRules
+			ap   netip.AddrPort
+			want string
+		}{
+			{"the endpoint", policy.WallRules{Loopback: true, Forwards: []netip.AddrPort{allowed}}, allowed, "ok"},
+			{"another port", policy.WallRules{Loopback: true, Forwards: []netip.AddrPort{allowed}}, other, "connect: EPERM"},
+			{"loopback alone", policy.WallRules{Loopback: true}, allowed, "connect: EPERM"},
+		} {
+			t.Run(a.String()+"/"+c.name, func(t *testing.T) {
+				if err := e.lsm.AllowNet(e.id, c.p); err != nil {
+					t.Fatalf("AllowNet: %v", err)
+				}
+				if got, _ := lsmHelper(t, e.cgroup, nil, "dial", c.ap.String()); got != c.want {
+					t.Errorf("in the sandbox: dial %s = %q, want %q", c.ap, got, c.want)
+				}
+			})
+		}
 	}
 }

@@ -11,7 +11,8 @@
 // created under the parent, so a run is walled in from the moment its
 // first task enters its cgroup, with no per-run attach and no map entry
 // needed (fail closed). Per-run exceptions (the egress proxy endpoint,
-// loopback, the host network) live in a map keyed by the run's cgroup id
+// loopback and the forwarder endpoints on it, the host network) live in a
+// map keyed by the run's cgroup id
 // ([Wall.Allow]). Their layout (struct sbx_net_policy) is in
 // bpf/include/sbx_net.h, which the BPF LSM tier's socket hooks read too;
 // both maps are filled from the one encoding of package policy

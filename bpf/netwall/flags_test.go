@@ -25,3 +25,11 @@ func TestWallFlagsMatchC(t *testing.T) {
 		}
 	}
 }
+
+// TestWallForwardsMatchC: the entry holds as many forwarder endpoints as
+// package policy compiles (SBX_NET_MAX_FWD, policy.MaxWallForwards).
+func TestWallForwardsMatchC(t *testing.T) {
+	if n := len(netSbxNetPolicy{}.Fwd); n != policy.MaxWallForwards {
+		t.Errorf("net.c holds %d forwarder endpoints, policy compiles up to %d", n, policy.MaxWallForwards)
+	}
+}

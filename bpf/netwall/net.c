@@ -23,8 +23,8 @@
  *    sendmsg.
  *
  * sbx_net_sandboxes only grants exceptions (the egress proxy endpoint, the
- * run's own loopback, or everything for a run that shares the host
- * network); a run without an entry is denied everything. Every denial is reported through
+ * run's own loopback and its forwarders' endpoints on it, or everything for
+ * a run that shares the host network); a run without an entry is denied everything. Every denial is reported through
  * the run's ring buffer (events.h). All helpers used here are allowed for
  * BPF_PROG_TYPE_CGROUP_SOCK and _SOCK_ADDR, so every event field applies.
  */
@@ -135,6 +135,34 @@ static __always_inline int sbx_loopback_ok(struct bpf_sock_addr *ctx, __u32 fami
 	       (bpf_ntohl(ctx->user_ip6[3]) >> 24) == 127;
 }
 
+/* sbx_forward_ok reports whether the run may connect ctx to its address:
+ * its run has SBX_NET_ALLOW_LOOPBACK, the socket is a stream socket in the
+ * run's namespace and the destination is one of the run's forwarder
+ * endpoints (an IPv4 one also as ::ffff:a.b.c.d on an IPv6 socket). */
+static __always_inline int sbx_forward_ok(struct bpf_sock_addr *ctx, __u32 family)
+{
+	struct sbx_net_policy *p = sbx_policy();
+	__u32 a[4] = {};
+
+	if (!p || !(p->flags & SBX_NET_ALLOW_LOOPBACK) || !p->nfwd ||
+	    ctx->type != SOCK_STREAM || !sbx_own_netns(ctx, p))
+		return 0;
+	if (family == AF_INET) {
+		a[0] = ctx->user_ip4;
+	} else {
+		a[0] = ctx->user_ip6[0];
+		a[1] = ctx->user_ip6[1];
+		a[2] = ctx->user_ip6[2];
+		a[3] = ctx->user_ip6[3];
+		if (a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0xffff)) {
+			family = AF_INET;
+			a[0] = a[3];
+			a[2] = a[3] = 0;
+		}
+	}
+	return sbx_is_forward(p, family, (const __u8 *)a, bpf_ntohs((__u16)ctx->user_port));
+}
+
 SEC("cgroup/sock_create")
 int sbx_sock_create(struct bpf_sock *sk)
 {
@@ -213,7 +241,7 @@ SEC("cgroup/connect4")
 int sbx_connect4(struct bpf_sock_addr *ctx)
 {
 	if (!sbx_sandboxed() || sbx_is_proxy(ctx, AF_INET) || sbx_allow_all() ||
-	    sbx_loopback_ok(ctx, AF_INET, 0))
+	    sbx_loopback_ok(ctx, AF_INET, 0) || sbx_forward_ok(ctx, AF_INET))
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_CONNECT4, AF_INET);
 }
@@ -222,7 +250,7 @@ SEC("cgroup/connect6")
 int sbx_connect6(struct bpf_sock_addr *ctx)
 {
 	if (!sbx_sandboxed() || sbx_is_proxy(ctx, AF_INET6) || sbx_allow_all() ||
-	    sbx_loopback_ok(ctx, AF_INET6, 0))
+	    sbx_loopback_ok(ctx, AF_INET6, 0) || sbx_forward_ok(ctx, AF_INET6))
 		return SBX_ALLOW;
 	return sbx_deny_addr(ctx, SBX_OP_CONNECT6, AF_INET6);
 }

@@ -404,6 +404,10 @@ func (n *Wall) Allow(cgroupID uint64, p Policy) error {
 		ProxyAddr:   e.ProxyAddr,
 		ProxyPort:   e.ProxyPort,
 		NetnsCookie: e.NetnsCookie,
+		Nfwd:        e.NForwards,
+	}
+	for i, f := range e.Forwards {
+		v.Fwd[i].Family, v.Fwd[i].Addr, v.Fwd[i].Port = f.Family, f.Addr, f.Port
 	}
 	if err := n.maps[netMapSbxNetSandboxes].Put(cgroupID, &v); err != nil {
 		return fmt.Errorf("allow run %d: %w", cgroupID, err)

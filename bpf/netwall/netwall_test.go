@@ -17,6 +17,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/events"
+	"github.com/sbx-sandbox/sbx/bpf/internal/bpftest"
 	"github.com/sbx-sandbox/sbx/canary"
 )
 
@@ -697,6 +698,80 @@ func TestNetLoopbackCanary(t *testing.T) {
 	for i := 0; i < canary.Events; i++ {
 		if e := readEvent(t, r); !e.IsCanary() || (e.Op != events.OpConnect4 && e.Op != events.OpConnect6) {
 			t.Errorf("event %d %v: not a canary connect", i, e)
+		}
+	}
+}
+
+// TestNetForwardPolicy: a run allowed its loopback and a forwarder
+// endpoint may connect a TCP socket to exactly that address and port (an
+// IPv4 one also as ::ffff:a.b.c.d on an IPv6 socket), in the namespace the
+// policy names only; another port of the same address, a datagram to it,
+// another namespace, a run with loopback alone and a sibling run are
+// refused. Each endpoint is reachable from outside any sandbox (control).
+func TestNetForwardPolicy(t *testing.T) {
+	env := newNetEnv(t)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	unix.Close(fd)
+	if err != nil {
+		t.Fatalf("SO_NETNS_COOKIE: %v", err)
+	}
+	sibling := newCgroupDir(t, filepath.Join(env.parent, "run2"))
+	for _, a := range bpftest.HostAddrs(t) {
+		network := "tcp4"
+		if a.Is6() {
+			network = "tcp6"
+		}
+		allowed := listenTCP(t, network, netip.AddrPortFrom(a, 0).String()).Addr().(*net.TCPAddr).AddrPort()
+		other := listenTCP(t, network, netip.AddrPortFrom(a, 0).String()).Addr().(*net.TCPAddr).AddrPort()
+		udp := listenUDP(t, "udp", netip.AddrPortFrom(a, 0).String()).LocalAddr().(*net.UDPAddr).AddrPort()
+		for _, ap := range []netip.AddrPort{allowed, other} {
+			c, err := net.Dial("tcp", ap.String())
+			if err != nil {
+				t.Fatalf("control: dial %s outside the sandbox: %v", ap, err)
+			}
+			c.Close()
+		}
+		type tc struct{ name, want, arg string }
+		cases := []tc{
+			{"the endpoint", "ok", "dial " + allowed.String()},
+			{"another port", "EPERM", "dial " + other.String()},
+			{"a datagram", "EPERM", "udpsend " + udp.String()},
+		}
+		if a.Is4() {
+			mapped := netip.AddrPortFrom(netip.AddrFrom16(a.As16()), allowed.Port())
+			cases = append(cases, tc{"the endpoint v4-mapped", "ok", "dial " + mapped.String()})
+		}
+		for _, pol := range []struct {
+			name string
+			p    Policy
+			inNS bool
+		}{
+			{"own namespace", Policy{Loopback: true, NetnsCookie: own, Forwards: []netip.AddrPort{netip.MustParseAddrPort("10.9.9.9:1"), allowed}}, true},
+			{"another namespace", Policy{Loopback: true, NetnsCookie: own + 1, Forwards: []netip.AddrPort{allowed}}, false},
+			{"loopback alone", Policy{Loopback: true, NetnsCookie: own}, false},
+		} {
+			if err := env.net.Allow(env.runID, pol.p); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cases {
+				t.Run(a.String()+"/"+pol.name+"/"+c.name, func(t *testing.T) {
+					want := c.want
+					if !pol.inNS {
+						want = "EPERM"
+					}
+					args := strings.Fields(c.arg)
+					if in, _ := helper(t, env.run, nil, args...); in != want {
+						t.Errorf("run: got %s, want %s", in, want)
+					}
+					if in, _ := helper(t, sibling, nil, args...); in != "EPERM" {
+						t.Errorf("sibling run without policy: got %s, want EPERM", in)
+					}
+				})
+			}
 		}
 	}
 }

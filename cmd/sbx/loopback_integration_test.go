@@ -2,7 +2,8 @@ package main
 
 // --net loopback (the default): the sandbox's own, otherwise empty network
 // namespace for test servers, and nothing beyond it. Only addresses on
-// this machine (127.0.0.0/8, ::1) and never-routed documentation addresses
+// this machine (127.0.0.0/8, ::1, and the host's own address for an IP
+// literal beyond loopback) and never-routed documentation addresses
 // (192.0.2.1, 2001:db8::1) are used.
 
 import (
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -257,9 +259,16 @@ print(s.makefile('rb').read().split(b'\r\n\r\n', 1)[1].decode())"; ` +
 // newUpstream6 is newUpstream on the host's [::1].
 func newUpstream6(t *testing.T) *upstream {
 	t.Helper()
-	ln, err := net.Listen("tcp6", "[::1]:0")
+	return newUpstreamAt(t, "[::1]:0")
+}
+
+// newUpstreamAt is newUpstream listening on addr (skipped where the host
+// cannot listen there).
+func newUpstreamAt(t *testing.T, addr string) *upstream {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Skipf("no IPv6 loopback on the host: %v", err)
+		t.Skipf("cannot listen on %s on the host: %v", addr, err)
 	}
 	u := &upstream{}
 	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -272,6 +281,63 @@ func newUpstream6(t *testing.T) *upstream {
 	t.Cleanup(u.Close)
 	_, u.port, _ = net.SplitHostPort(ln.Addr().String())
 	return u
+}
+
+// hostAddr4 is one of the host's global unicast IPv4 addresses (not
+// loopback); the test is skipped on a host without one.
+func hostAddr4(t *testing.T) netip.Addr {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && p.Addr().IsGlobalUnicast() {
+			return p.Addr()
+		}
+	}
+	t.Skip("the host has no global unicast IPv4 address")
+	return netip.Addr{}
+}
+
+// TestEgressLiteralBeyondLoopback: with no proxy variable at all, an
+// allowed IP address beyond loopback (the host's own, here) is reached at
+// the same address and port inside the sandbox, by curl, a raw TCP client
+// and Node 20's fetch, root (the BPF wall lets the sandbox connect to
+// exactly that endpoint) and rootless. Another port of the same address
+// is not reached: as root the wall refuses it and reports it. The
+// upstreams answer on the host (the control) and count exactly the allowed
+// requests.
+func TestEgressLiteralBeyondLoopback(t *testing.T) {
+	a := hostAddr4(t)
+	up := newUpstreamAt(t, netip.AddrPortFrom(a, 0).String())
+	other := newUpstreamAt(t, netip.AddrPortFrom(a, 0).String())
+	e := newEgressBox(t)
+	ep, op := net.JoinHostPort(a.String(), up.port), net.JoinHostPort(a.String(), other.port)
+	if r := e.host(opts{}, "curl", "-sS", "http://"+op+"/control"); r.stdout != "upstream /control" {
+		t.Fatalf("control: the upstream must answer on the host\n%v", r)
+	}
+	noProxy := "env -u HTTPS_PROXY -u HTTP_PROXY -u ALL_PROXY -u https_proxy -u http_proxy -u all_proxy "
+	script := noProxy + "curl -sS --max-time 10 http://" + ep + "/curl; echo; " +
+		noProxy + python + ` -c "
+import socket
+s = socket.create_connection(('` + a.String() + `', ` + up.port + `), timeout=10)
+s.sendall(b'GET /raw HTTP/1.0\r\n\r\n')
+print(s.makefile('rb').read().split(b'\r\n\r\n', 1)[1].decode())"; ` +
+		noProxy + "node -e 'fetch(\"http://" + ep + "/node\").then(r => r.text()).then(t => console.log(t), e => console.log(\"error\", e.cause && e.cause.code))'; " +
+		noProxy + "curl -sS --max-time 10 http://" + op + "/ >/dev/null 2>&1; echo other $?"
+	r := e.run("--allow-host", ep, "--", "sh", "-c", script)
+	skipForeignWall(t, r)
+	want := "upstream /curl\nupstream /raw\nupstream /node\nother 7\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("want %q\n%v", want, r)
+	}
+	if up.hits.Load() != 3 || other.hits.Load() != 1 {
+		t.Errorf("upstream hits %d (want 3), other port %d (want 1: the control)", up.hits.Load(), other.hits.Load())
+	}
+	if !rootless() && !strings.Contains(r.stderr, "sbx: denied connect "+op) {
+		t.Errorf("as root the wall's refusal of the other port is not reported\n%v", r)
+	}
 }
 
 // TestPublish: --publish HOSTPORT:18080 makes a server the program opens

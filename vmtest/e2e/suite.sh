@@ -137,7 +137,8 @@ for pol in "${lsm_tiers[@]}" landlock; do
 	expect "loopback-$pol" 0 '^lo-ok$' "$want" -- sbx run --policy "$pol" -- python3 -c "$lo"
 done
 if [ "$mode" = root ]; then
-	# Egress: only the allowed literal address passes sbx's proxy.
+	# Egress: only the allowed literal address passes sbx's proxy and its
+	# forwarder.
 	ip link add sbxe2e0 type dummy 2>/dev/null
 	ip addr add 10.99.0.1/24 dev sbxe2e0 2>/dev/null
 	ip link set sbxe2e0 up
@@ -150,6 +151,12 @@ if [ "$mode" = root ]; then
 			sbx run --policy "$pol" --allow-host 10.99.0.1:8000 -- curl -sS --max-time 20 http://10.99.0.1:8000/index.html
 		expect "egress-refused-$pol" 0 'sbx: denied connect 10.99.0.2:8000' -- \
 			sbx run --policy "$pol" --allow-host 10.99.0.1:8000 -- sh -c 'curl -sS --max-time 20 http://10.99.0.2:8000/; exit 0'
+		# A client that ignores the proxy variables dials the literal: sbx's
+		# forwarder on the sandbox's lo answers (both BPF tiers let the
+		# sandbox connect to exactly that endpoint); another port of the
+		# same address stays refused and reported.
+		expect "egress-direct-$pol" 0 '^allowed-body$' 'sbx: denied connect 10.99.0.1:8001' -- \
+			sbx run --policy "$pol" --allow-host 10.99.0.1:8000 -- sh -c 'curl -sS --noproxy "*" --max-time 20 http://10.99.0.1:8000/index.html; curl -sS --noproxy "*" --max-time 20 http://10.99.0.1:8001/; exit 0'
 	done
 	kill "$srv" 2>/dev/null
 	ip link del sbxe2e0 2>/dev/null

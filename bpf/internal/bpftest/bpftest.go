@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -108,4 +110,36 @@ func HelperArgs() []string {
 		}
 	}
 	return os.Args
+}
+
+// HostAddrs returns the global unicast addresses of the test's network
+// namespace, one IPv4 and one IPv6 at most, and skips the test when there
+// are none: endpoints beyond loopback for the forwarder exception (sbx puts
+// such an address on a sandbox's lo; vmtest puts two on the guest's).
+func HostAddrs(t testing.TB) []netip.Addr {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []netip.Addr
+	var have4, have6 bool
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil || !p.Addr().IsGlobalUnicast() {
+			continue
+		}
+		switch ad := p.Addr(); {
+		case ad.Is4() && !have4:
+			have4 = true
+			out = append(out, ad)
+		case ad.Is6() && !have6:
+			have6 = true
+			out = append(out, ad)
+		}
+	}
+	if len(out) == 0 {
+		t.Skip("the host has no global unicast address to listen on")
+	}
+	return out
 }
