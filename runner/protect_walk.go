@@ -84,13 +84,13 @@ func (w *walker) walk(root string, top bool) error {
 			return fmt.Errorf("protected paths: the writable trees have more than %d directories, or took more than %s, to search for entries to protect (.git at any depth, ...; stopped in %s); %s", w.lim.dirs, w.lim.time, root, fix)
 		}
 		ents, err := readDir(dir, w.buf, w.ents)
-		if errors.Is(err, unix.EACCES) && unix.Access(dir, unix.X_OK) != nil {
-			// Only a rootless sbx meets a directory it may not read
-			// (root reads all), and then it runs as the program's
-			// uid: a directory the program cannot even search holds
-			// nothing it could change. One it can search but not
-			// read fails the run below (its entries could be reached
-			// by name).
+		if errors.Is(err, unix.EACCES) && unix.Faccessat(unix.AT_FDCWD, dir, unix.X_OK, unix.AT_EACCESS) != nil {
+			// The walk runs with the invoking user's rights (the
+			// program's; under sudo, the fsuid of hostfs.Cred.Do,
+			// which AT_EACCESS checks): a directory the user cannot
+			// even search holds nothing the program could change.
+			// One it can search but not read fails the run below
+			// (its entries could be reached by name).
 			continue
 		}
 		if err != nil {
