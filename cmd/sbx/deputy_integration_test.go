@@ -359,15 +359,7 @@ func TestDeputyNotUTF8(t *testing.T) {
 // may read it, the same run is refused (125) for the hooks path its config
 // names.
 func TestDeputyProtectWalkReadsAsUser(t *testing.T) {
-	if rootless() {
-		t.Skip("sudo's behaviour: rootless sbx has no other rights to lend")
-	}
-	var m deputyMode
-	for _, d := range deputyModes(t) {
-		if d.name == "sudo" {
-			m = d
-		}
-	}
+	m := sudoMode(t)
 	b := newBox(t)
 	secret := target(t) // root's, mode 0700
 	hooks := filepath.Join(b.ws, "hooks-to-be")
@@ -399,15 +391,7 @@ func TestDeputyProtectWalkReadsAsUser(t *testing.T) {
 // denied) before anything of it is parsed or said; the control: the same
 // file, readable by the user, is applied.
 func TestDeputySettingsReadAsUser(t *testing.T) {
-	if rootless() {
-		t.Skip("sudo's behaviour: rootless sbx has no other rights to lend")
-	}
-	var m deputyMode
-	for _, d := range deputyModes(t) {
-		if d.name == "sudo" {
-			m = d
-		}
-	}
+	m := sudoMode(t)
 	b := newBox(t)
 	if err := os.Chown(b.ws, m.uid, m.uid); err != nil {
 		t.Fatal(err)
@@ -430,4 +414,20 @@ func TestDeputySettingsReadAsUser(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "http://127.0.0.1:3128") {
 		t.Errorf("control, the file readable by the user: its allowed domain must give the run the proxy\n%v", r)
 	}
+}
+
+// sudoMode is the sudo deputyMode; rootless, the test is skipped (sbx has
+// no other rights to lend).
+func sudoMode(t *testing.T) deputyMode {
+	t.Helper()
+	if rootless() {
+		t.Skip("sudo's behaviour: rootless sbx has no other rights to lend")
+	}
+	for _, d := range deputyModes(t) {
+		if d.name == "sudo" {
+			return d
+		}
+	}
+	t.Fatal("no sudo mode")
+	return deputyMode{}
 }
