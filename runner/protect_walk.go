@@ -133,6 +133,7 @@ func (w *walker) walk(root string, top bool) error {
 type dirent struct {
 	name string
 	dir  bool
+	ino  uint64 // d_ino: the inode number (confirm with lstat before use)
 }
 
 // readDir lists dir (which must not be a symlink) without sorting or
@@ -165,7 +166,7 @@ func readDir(dir string, buf []byte, out []dirent) ([]dirent, error) {
 			if reclen < 19 || reclen > len(b) {
 				return nil, &os.PathError{Op: "getdents64", Path: dir, Err: unix.EIO}
 			}
-			typ, name := b[18], b[19:reclen]
+			ino, typ, name := binary.NativeEndian.Uint64(b[0:8]), b[18], b[19:reclen]
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
@@ -173,7 +174,7 @@ func readDir(dir string, buf []byte, out []dirent) ([]dirent, error) {
 			if string(name) == "." || string(name) == ".." {
 				continue
 			}
-			e := dirent{name: string(name), dir: typ == unix.DT_DIR}
+			e := dirent{name: string(name), dir: typ == unix.DT_DIR, ino: ino}
 			if typ == unix.DT_UNKNOWN {
 				var st unix.Stat_t
 				if err := unix.Lstat(filepath.Join(dir, e.name), &st); err == nil {
