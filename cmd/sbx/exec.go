@@ -79,7 +79,7 @@ func cmdExec(args []string, s streams) int {
 	if reqFile != "" {
 		f, err := openUserFile(invoker(), reqFile, os.O_RDONLY, 0)
 		if err != nil {
-			return fail(s, fmt.Errorf("exec: %w", err))
+			return fail(s, fmt.Errorf("exec: --request: %w", err))
 		}
 		defer f.Close()
 		in = f
