@@ -135,7 +135,11 @@ func (f *forwarders) forwardIPs() error {
 	if f.wallLimit > 0 && len(beyond) > f.wallLimit {
 		rest := beyond[f.wallLimit:]
 		beyond = beyond[:f.wallLimit]
-		fmt.Fprintf(f.log, "sbx: warning: --allow-host: the network wall holds %d addresses beyond loopback; %s and %d more are reached through the proxy only (HTTPS_PROXY), not dialed directly\n", f.wallLimit, rest[0], len(rest)-1)
+		which := rest[0].String() + " is"
+		if len(rest) > 1 {
+			which = fmt.Sprintf("%s and %d more are", rest[0], len(rest)-1)
+		}
+		fmt.Fprintf(f.log, "sbx: warning: --allow-host: the network wall holds %d endpoints beyond loopback; %s reached through the proxy only (HTTPS_PROXY), not dialed directly\n", f.wallLimit, which)
 	}
 	added := map[netip.Addr]bool{}
 	for _, ap := range append(local, beyond...) {

@@ -432,3 +432,21 @@ func TestNpmFailsFast(t *testing.T) {
 		t.Errorf("--env npm_config_fetch_retries=7: npm sees %q\n%v", r.stdout, r)
 	}
 }
+
+// TestEgressLiteralsBeyondWall: as root the wall holds 8 forwarder
+// endpoints beyond loopback; a ninth allowed address is served by the proxy
+// alone, and one line says so. Rootless there is no such bound (the empty
+// namespace is the wall): no line.
+func TestEgressLiteralsBeyondWall(t *testing.T) {
+	b := newBox(t)
+	var args []string
+	for i := 1; i <= 9; i++ {
+		args = append(args, "--allow-host", fmt.Sprintf("10.1.0.%d:443", i))
+	}
+	r := b.run(append(args, "--", "true")...)
+	skipForeignWall(t, r)
+	const line = "sbx: warning: --allow-host: the network wall holds 8 endpoints beyond loopback; 10.1.0.9:443 is reached through the proxy only"
+	if want := !rootless(); r.code != 0 || strings.Contains(r.stderr, line) != want {
+		t.Errorf("want exit 0 and the line %q: %v\n%v", line, want, r)
+	}
+}
