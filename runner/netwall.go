@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
@@ -41,6 +42,12 @@ func openNetWall() (*netWall, error) {
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return nil, fmt.Errorf("network wall (cgroup BPF): create parent cgroup: %w", err)
 		}
+		// An sbx from before wall groups sweeps an empty <sbx>/<name>
+		// older than a minute as a stale run cgroup: keep this one
+		// young while it is used, so that it is never swept between
+		// this open and the run's cgroup.
+		now := time.Now()
+		_ = os.Chtimes(parent, now, now)
 		n, err = netwall.Open(parent, nil)
 		if err == nil {
 			break

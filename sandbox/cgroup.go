@@ -121,4 +121,27 @@ func sweepCgroups() {
 		}
 		_ = unix.Rmdir(d) // EBUSY if a child cgroup or a task appeared: left alone
 	}
+	sweepV1WallGroups()
+}
+
+// sweepV1WallGroups removes, on a hybrid host, the copies of wall groups
+// in the cgroup v1 hierarchies (libcontainer creates a sandbox's path in
+// each) whose cgroup2 wall group is gone: the network wall removes that
+// one with its build's unused pins, and the copies follow here. A build
+// that starts a run creates its cgroup2 wall group first (runner's
+// openNetWall), so its copies are not touched meanwhile; rmdir fails on a
+// copy that still holds a sandbox's cgroup.
+func sweepV1WallGroups() {
+	mnt, err := cgroup2.Mount()
+	if err != nil || mnt == "/sys/fs/cgroup" {
+		return // cgroup2 only: no v1 copies
+	}
+	groups, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", CgroupParent, WallGroupPrefix+"*"))
+	for _, g := range groups {
+		name := filepath.Base(g)
+		if !ValidWallGroup(name) || filepath.Dir(filepath.Dir(g)) == mnt || isDir(filepath.Join(mnt, CgroupParent, name)) {
+			continue
+		}
+		_ = unix.Rmdir(g)
+	}
 }

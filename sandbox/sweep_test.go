@@ -79,3 +79,38 @@ func TestSweepCgroups(t *testing.T) {
 		t.Errorf("a wall group was removed: %v, the empty one %v", isDir(group), isDir(emptyGroup))
 	}
 }
+
+// TestSweepV1WallGroups: on a hybrid host, the copy of a wall group in a
+// cgroup v1 hierarchy goes once its cgroup2 wall group is gone (and is
+// empty); while the cgroup2 one is there, it stays.
+func TestSweepV1WallGroups(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("creates cgroups")
+	}
+	mnt, err := Cgroup2Mount()
+	if err != nil || mnt == "/sys/fs/cgroup" {
+		t.Skipf("not a hybrid host (cgroup2 at %q, %v): no v1 hierarchies", mnt, err)
+	}
+	v1 := filepath.Join("/sys/fs/cgroup", "pids", CgroupParent)
+	if err := os.MkdirAll(v1, 0o755); err != nil {
+		t.Skipf("no pids v1 hierarchy: %v", err)
+	}
+	mk := func(p string) string {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Remove(p) })
+		return p
+	}
+	orphan := mk(filepath.Join(v1, WallGroupPrefix+"5ca1ab1e000000a1"))
+	live := WallGroupPrefix + "5ca1ab1e000000a2"
+	mk(filepath.Join(mnt, CgroupParent, live))
+	kept := mk(filepath.Join(v1, live))
+	sweepV1WallGroups()
+	if isDir(orphan) {
+		t.Error("a v1 copy of a wall group with no cgroup2 wall group was kept")
+	}
+	if !isDir(kept) {
+		t.Error("a v1 copy of a live wall group was removed")
+	}
+}
