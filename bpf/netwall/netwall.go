@@ -24,11 +24,11 @@ import (
 // Options tune [Open]. The zero value is what sbx uses.
 type Options struct {
 	// PinRoot is the bpffs directory holding the pins ([pin.DefaultRoot] if
-	// empty). One pin root serves one parent cgroup: every other "net-*"
-	// directory in it (older program versions, or a parent that was
-	// recreated) is removed by the first open that finds it unused (no
-	// open [Wall] holds it), which detaches its programs once no process
-	// holds them open. Tests use their own.
+	// empty). One pin root serves the parents of every build on a host:
+	// every other "net-*" directory in it (other program versions, or a
+	// parent that was recreated) is removed by the first open that finds
+	// it unused (no open [Wall] holds it), which detaches its programs
+	// once no process holds them open. Tests use their own.
 	PinRoot string
 }
 
