@@ -106,7 +106,7 @@ func (w *netWall) checkForeign(p netwall.Policy) error {
 		return fmt.Errorf("network wall: %w", err)
 	}
 	if dir != "" {
-		return fmt.Errorf("network wall: another sbx version's network wall is attached to the cgroup %s, above this version's runs (an older sbx, whose runs are still going); it refuses every socket of this version's runs, so --net loopback, --allow-host and --net host cannot work until those runs end (--net none works meanwhile)", dir)
+		return fmt.Errorf("network wall: another sbx version's network wall is attached to the cgroup %s, which holds this version's runs (an sbx from before per-build wall cgroups, whose runs are still going); it refuses every socket of this version's runs, so --net loopback, --allow-host and --net host cannot work until those runs end (--net none works meanwhile)", dir)
 	}
 	return nil
 }
