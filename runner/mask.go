@@ -27,7 +27,9 @@ import (
 //     opens it either (bpf.FilePolicy.Deny);
 //   - Landlock cannot: its rules only add access below an allowed
 //     directory, so a path inside the workspace is covered by the mount
-//     level alone there.
+//     level alone there; that is why the mount level also masks every
+//     other name (hard link) of a masked file in the trees the sandbox
+//     shows (maskLinks).
 //
 // A mask of a path the sandbox does not show (outside the workspace, the
 // --ro/--rw paths and the system directories; the real home is never
@@ -98,7 +100,15 @@ func (o *Options) visible(p string) bool {
 // hiddenPaths returns the masks the sandbox shows (see visible), with
 // whether each is a directory.
 func (o *Options) hiddenPaths() ([]sandbox.Hidden, error) {
+	return o.hiddenPathsWith(defaultWalkLimits)
+}
+
+// hiddenPathsWith is hiddenPaths with the link search's limits: each
+// visible mask, then every other name of a masked file in the trees the
+// sandbox shows (maskLinks).
+func (o *Options) hiddenPathsWith(lim walkLimits) ([]sandbox.Hidden, error) {
 	var out []sandbox.Hidden
+	var files []string
 	for _, p := range o.masks {
 		if !o.visible(p) {
 			continue
@@ -108,6 +118,19 @@ func (o *Options) hiddenPaths() ([]sandbox.Hidden, error) {
 			return nil, fmt.Errorf("--mask %s: %w", p, err)
 		}
 		out = append(out, sandbox.Hidden{Path: p, Dir: fi.IsDir()})
+		if !fi.IsDir() {
+			files = append(files, p)
+		}
+	}
+	links, err := o.maskLinks(files, lim)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(o.masks) + len(o.protects) + len(links); n > maxMasks {
+		return nil, fmt.Errorf("--mask: %d paths to mask or protect with the other names of masked files: more than %d (each is a mount)", n, maxMasks)
+	}
+	for _, p := range links {
+		out = append(out, sandbox.Hidden{Path: p})
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sbx-sandbox/sbx/bpf/lsm"
 	"github.com/sbx-sandbox/sbx/gate"
@@ -150,5 +151,60 @@ func TestMaskBound(t *testing.T) {
 	o := &Options{Masks: make([]string, maxMasks+1)}
 	if err := o.resolveMaskPaths("/"); err == nil || !strings.Contains(err.Error(), "more than 512") {
 		t.Fatalf("%d masks: %v, want refused", maxMasks+1, err)
+	}
+}
+
+// TestMaskLinks: the other names (hard links) of a masked file in the
+// workspace and the --rw trees get masks of their own, found by inode;
+// names in a masked directory, a file with one name, a symlink and a
+// directory mask need none; a search that exceeds its limits while names
+// are missing refuses the run.
+func TestMaskLinks(t *testing.T) {
+	dir := t.TempDir()
+	ws, rw := filepath.Join(dir, "ws"), filepath.Join(dir, "rw")
+	for _, f := range []string{"ws/.env", "ws/alone", "ws/sub/deep/other", "ws/keys/k", "rw/x"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range [][2]string{{"ws/.env", "ws/sub/deep/env-link"}, {"ws/.env", "rw/env-link"}, {"ws/.env", "ws/keys/env-link"}, {"ws/.env", "out-link"}} {
+		if err := os.Link(filepath.Join(dir, l[0]), filepath.Join(dir, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(".env", filepath.Join(ws, "env-symlink")); err != nil {
+		t.Fatal(err)
+	}
+	o := &Options{Masks: []string{ws + "/.env", ws + "/alone", ws + "/keys"}}
+	o.ws, o.rw = ws, []string{rw}
+	if err := o.resolveMaskPaths(ws); err != nil {
+		t.Fatal(err)
+	}
+	hidden, err := o.hiddenPaths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sandbox.Hidden{{Path: ws + "/.env"}, {Path: ws + "/alone"}, {Path: ws + "/keys", Dir: true}, {Path: rw + "/env-link"}, {Path: ws + "/sub/deep/env-link"}}
+	if !slices.Equal(hidden, want) {
+		t.Errorf("hiddenPaths = %+v\nwant %+v", hidden, want)
+	}
+	// The control: without the links nothing is added.
+	for _, l := range []string{"ws/sub/deep/env-link", "rw/env-link", "ws/keys/env-link", "out-link"} {
+		if err := os.Remove(filepath.Join(dir, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hidden, err := o.hiddenPaths(); err != nil || len(hidden) != 3 {
+		t.Errorf("without links: %+v %v, want the three masks", hidden, err)
+	}
+	if err := os.Link(ws+"/.env", ws+"/sub/deep/env-link"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.hiddenPathsWith(walkLimits{dirs: 1, time: time.Minute}); err == nil || !strings.Contains(err.Error(), "other names (hard links)") {
+		t.Errorf("a search over its limits: %v, want a refusal", err)
 	}
 }

@@ -84,13 +84,13 @@ func (w *walker) walk(root string, top bool) error {
 			return fmt.Errorf("protected paths: the writable trees have more than %d directories, or took more than %s, to search for entries to protect (.git at any depth, ...; stopped in %s); %s", w.lim.dirs, w.lim.time, root, fix)
 		}
 		ents, err := readDir(dir, w.buf, w.ents)
-		if errors.Is(err, unix.EACCES) && unix.Access(dir, unix.X_OK) != nil {
-			// Only a rootless sbx meets a directory it may not read
-			// (root reads all), and then it runs as the program's
-			// uid: a directory the program cannot even search holds
-			// nothing it could change. One it can search but not
-			// read fails the run below (its entries could be reached
-			// by name).
+		if errors.Is(err, unix.EACCES) && unix.Faccessat(unix.AT_FDCWD, dir, unix.X_OK, unix.AT_EACCESS) != nil {
+			// The walk runs with the invoking user's rights (the
+			// program's; under sudo, the fsuid of hostfs.Cred.Do,
+			// which AT_EACCESS checks): a directory the user cannot
+			// even search holds nothing the program could change.
+			// One it can search but not read fails the run below
+			// (its entries could be reached by name).
 			continue
 		}
 		if err != nil {
@@ -133,6 +133,7 @@ func (w *walker) walk(root string, top bool) error {
 type dirent struct {
 	name string
 	dir  bool
+	ino  uint64 // d_ino: the inode number (confirm with lstat before use)
 }
 
 // readDir lists dir (which must not be a symlink) without sorting or
@@ -165,7 +166,7 @@ func readDir(dir string, buf []byte, out []dirent) ([]dirent, error) {
 			if reclen < 19 || reclen > len(b) {
 				return nil, &os.PathError{Op: "getdents64", Path: dir, Err: unix.EIO}
 			}
-			typ, name := b[18], b[19:reclen]
+			ino, typ, name := binary.NativeEndian.Uint64(b[0:8]), b[18], b[19:reclen]
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
@@ -173,7 +174,7 @@ func readDir(dir string, buf []byte, out []dirent) ([]dirent, error) {
 			if string(name) == "." || string(name) == ".." {
 				continue
 			}
-			e := dirent{name: string(name), dir: typ == unix.DT_DIR}
+			e := dirent{name: string(name), dir: typ == unix.DT_DIR, ino: ino}
 			if typ == unix.DT_UNKNOWN {
 				var st unix.Stat_t
 				if err := unix.Lstat(filepath.Join(dir, e.name), &st); err == nil {

@@ -463,14 +463,25 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 			return nil, nop, err
 		}
 	}
-	prot, err := protectPaths(ws, o.Write, ro, rw)
-	if err != nil {
-		return nil, nop, err
-	}
-	if err := o.extraProtection(&prot); err != nil {
-		return nil, nop, err
-	}
-	hidden, err := o.hiddenPaths()
+	// The searches of the writable trees (protected entries, git's
+	// pointers, --protect and --mask paths) read what the sandbox can
+	// write: with the invoking user's rights, like every other host file
+	// operation on such paths.
+	var (
+		prot   Protection
+		hidden []sandbox.Hidden
+	)
+	err = o.cred.Do(func() error {
+		var err error
+		if prot, err = protectPaths(ws, o.Write, ro, rw); err != nil {
+			return err
+		}
+		if err := o.extraProtection(&prot); err != nil {
+			return err
+		}
+		hidden, err = o.hiddenPaths()
+		return err
+	})
 	if err != nil {
 		return nil, nop, err
 	}

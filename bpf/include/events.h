@@ -115,21 +115,20 @@ static __always_inline void *sbx_lookup_run(void *map, __u64 *id)
 }
 
 /*
- * sbx_event_reserve reserves a zeroed event in the current run's ring and
- * fills the fields every program knows: time, run cgroup id, pid, comm, op
- * and errno. NULL when the run has no ring or its ring is full (the loss is
- * counted); the caller then just returns its verdict. A reserved event must
+ * sbx_ring_reserve reserves size bytes (a constant) in the current run's
+ * ring and stores the run's cgroup id in *id. NULL when the run has no ring
+ * (counted in sbx_unrouted) or its ring is full (counted in the run's
+ * drops); the caller then just returns its verdict. A reserved record must
  * be passed to bpf_ringbuf_submit.
  */
-static __always_inline struct sbx_event *sbx_event_reserve(__u32 op, __s32 err)
+static __always_inline void *sbx_ring_reserve(__u64 size, __u64 *id)
 {
-	struct sbx_event *e;
 	struct sbx_run *run;
-	__u64 id = 0, *n;
 	__u32 zero = 0;
-	void *ring = NULL;
+	void *ring = NULL, *e;
+	__u64 *n;
 
-	run = sbx_lookup_run(&sbx_drops, &id);
+	run = sbx_lookup_run(&sbx_drops, id);
 	if (run)
 		ring = bpf_map_lookup_elem(&sbx_events, &run->slot);
 	if (!run || !ring) {
@@ -138,18 +137,39 @@ static __always_inline struct sbx_event *sbx_event_reserve(__u32 op, __s32 err)
 			__sync_fetch_and_add(n, 1);
 		return NULL;
 	}
-	e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
-	if (!e) {
+	e = bpf_ringbuf_reserve(ring, size, 0);
+	if (!e)
 		__sync_fetch_and_add(&run->drops, 1);
-		return NULL;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
+	return e;
+}
+
+/* sbx_event_fill fills the fields every program knows: time, run cgroup
+ * id, pid, comm, op and errno. */
+static __always_inline void sbx_event_fill(struct sbx_event *e, __u64 id, __u32 op, __s32 err)
+{
 	e->ts_ns = bpf_ktime_get_ns();
 	e->cgroup_id = id;
 	e->pid = bpf_get_current_pid_tgid() >> 32;
 	e->op = op;
 	e->err = err;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+}
+
+/*
+ * sbx_event_reserve reserves a zeroed event in the current run's ring and
+ * fills it (sbx_event_fill). NULL as sbx_ring_reserve; a reserved event
+ * must be passed to bpf_ringbuf_submit.
+ */
+static __always_inline struct sbx_event *sbx_event_reserve(__u32 op, __s32 err)
+{
+	struct sbx_event *e;
+	__u64 id = 0;
+
+	e = sbx_ring_reserve(sizeof(*e), &id);
+	if (!e)
+		return NULL;
+	__builtin_memset(e, 0, sizeof(*e));
+	sbx_event_fill(e, id, op, err);
 	return e;
 }
 

@@ -1,6 +1,7 @@
 package lsm
 
 import (
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -19,29 +20,7 @@ import (
 // its port.
 func tcpListener(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				b := make([]byte, 16)
-				for {
-					if _, err := c.Read(b); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return int(listenAt(t, netip.MustParseAddr("127.0.0.1")).Port())
 }
 
 // connectedTCP is a TCP socket connected to 127.0.0.1:port outside the
@@ -185,8 +164,8 @@ func TestLSMUnixPeer(t *testing.T) {
 	}
 }
 
-// listenAt accepts (and closes) TCP connections on a and returns its
-// address and port.
+// listenAt accepts TCP connections on a, reads each until its peer
+// closes it, and returns its address and port.
 func listenAt(t *testing.T, a netip.Addr) netip.AddrPort {
 	t.Helper()
 	ln, err := net.Listen("tcp", netip.AddrPortFrom(a, 0).String())
@@ -200,7 +179,10 @@ func listenAt(t *testing.T, a netip.Addr) netip.AddrPort {
 			if err != nil {
 				return
 			}
-			c.Close()
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(io.Discard, c)
+			}()
 		}
 	}()
 	return ln.Addr().(*net.TCPAddr).AddrPort()

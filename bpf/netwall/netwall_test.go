@@ -611,15 +611,7 @@ func TestNetLoopbackPolicy(t *testing.T) {
 	tcp := listenTCP(t, "tcp4", "127.0.0.1:0").Addr().(*net.TCPAddr).AddrPort()
 	tcp6 := listenTCP(t, "tcp6", "[::1]:0").Addr().(*net.TCPAddr).AddrPort()
 	udp := listenUDP(t, "udp4", "127.0.0.1:0").LocalAddr().(*net.UDPAddr).AddrPort()
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
-	unix.Close(fd)
-	if err != nil {
-		t.Fatalf("SO_NETNS_COOKIE: %v", err)
-	}
+	own := ownNetnsCookie(t)
 	cases := []struct {
 		name, inNS string // inNS: the answer in the policy's namespace
 		args       []string
@@ -668,15 +660,7 @@ func TestNetLoopbackPolicy(t *testing.T) {
 // sandbox and namespace it fails too: sandbox tests, TestCanarySabotage.)
 func TestNetLoopbackCanary(t *testing.T) {
 	env := newNetEnv(t)
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
-	unix.Close(fd)
-	if err != nil {
-		t.Fatalf("SO_NETNS_COOKIE: %v", err)
-	}
+	own := ownNetnsCookie(t)
 	r, err := env.net.Events(env.runID)
 	if err != nil {
 		t.Fatal(err)
@@ -710,15 +694,7 @@ func TestNetLoopbackCanary(t *testing.T) {
 // refused. Each endpoint is reachable from outside any sandbox (control).
 func TestNetForwardPolicy(t *testing.T) {
 	env := newNetEnv(t)
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
-	unix.Close(fd)
-	if err != nil {
-		t.Fatalf("SO_NETNS_COOKIE: %v", err)
-	}
+	own := ownNetnsCookie(t)
 	sibling := newCgroupDir(t, filepath.Join(env.parent, "run2"))
 	for _, a := range bpftest.HostAddrs(t) {
 		network := "tcp4"
@@ -774,4 +750,20 @@ func TestNetForwardPolicy(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ownNetnsCookie is the test's network namespace (SO_NETNS_COOKIE of a
+// socket made here), which the helpers share.
+func ownNetnsCookie(t *testing.T) uint64 {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	own, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	if err != nil {
+		t.Fatalf("SO_NETNS_COOKIE: %v", err)
+	}
+	return own
 }

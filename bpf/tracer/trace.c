@@ -111,25 +111,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 static __always_inline struct sbx_trace_event *sbx_trace_reserve(__s32 err)
 {
 	struct sbx_trace_event *e;
-	struct sbx_run *run;
-	__u64 id = 0, *n;
-	__u32 zero = 0;
-	void *ring = NULL;
+	__u64 id = 0;
 
-	run = sbx_lookup_run(&sbx_drops, &id);
-	if (run)
-		ring = bpf_map_lookup_elem(&sbx_events, &run->slot);
-	if (!run || !ring) {
-		n = bpf_map_lookup_elem(&sbx_unrouted, &zero);
-		if (n)
-			__sync_fetch_and_add(n, 1);
+	e = sbx_ring_reserve(sizeof(*e), &id);
+	if (!e)
 		return NULL;
-	}
-	e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&run->drops, 1);
-		return NULL;
-	}
 	/* Too large for one memset: the strings are C strings, so their
 	 * first byte is enough. */
 	__builtin_memset(&e->ev, 0, sizeof(e->ev));
@@ -137,12 +123,7 @@ static __always_inline struct sbx_trace_event *sbx_trace_reserve(__s32 err)
 	e->base[0] = 0;
 	e->path2[0] = 0;
 	e->base2[0] = 0;
-	e->ev.ts_ns = bpf_ktime_get_ns();
-	e->ev.cgroup_id = id;
-	e->ev.pid = bpf_get_current_pid_tgid() >> 32;
-	e->ev.op = SBX_OP_SYSCALL;
-	e->ev.err = err;
-	bpf_get_current_comm(e->ev.comm, sizeof(e->ev.comm));
+	sbx_event_fill(&e->ev, id, SBX_OP_SYSCALL, err);
 	return e;
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -347,4 +348,86 @@ func TestDeputyNotUTF8(t *testing.T) {
 	if r := b.run("--", "cat", good); r.code != 0 || r.stdout != "x\n" {
 		t.Errorf("control\n%v", r)
 	}
+}
+
+// TestDeputyProtectWalkReadsAsUser: the search for protected entries
+// follows a gitfile's pointer and reads that git directory's config for
+// core.hooksPath. Under sudo it does so with the user's rights: a git
+// directory outside the workspace that only root may read (named by a .git
+// file the program could write with --write) is not read, so nothing of it
+// decides the run or reaches sbx's messages. The control: once the user
+// may read it, the same run is refused (125) for the hooks path its config
+// names.
+func TestDeputyProtectWalkReadsAsUser(t *testing.T) {
+	m := sudoMode(t)
+	b := newBox(t)
+	secret := target(t) // root's, mode 0700
+	hooks := filepath.Join(b.ws, "hooks-to-be")
+	writeFile(t, filepath.Join(secret, "config"), "[core]\n\thooksPath = "+hooks+"\n", 0o600)
+	writeFile(t, filepath.Join(b.ws, ".git"), "gitdir: "+secret+"\n", 0o644)
+	for _, p := range []string{b.ws, filepath.Join(b.ws, ".git")} {
+		if err := os.Chown(p, m.uid, m.uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := b.runOpts(opts{env: m.env}, "--write", "--", "true")
+	if r.code != 0 || strings.Contains(r.stderr, "hooks-to-be") {
+		t.Errorf("sudo: root's git directory was read for the user (want exit 0, nothing of its config said)\n%v", r)
+	}
+	if err := os.Chmod(secret, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(secret, "config"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = b.runOpts(opts{env: m.env}, "--write", "--", "true")
+	if want := "core.hooksPath of " + secret + " names " + hooks + ", which does not exist"; r.code != exitSbxError || !strings.Contains(r.stderr, want) {
+		t.Errorf("control, the git directory readable by the user: want 125 and %q\n%v", want, r)
+	}
+}
+
+// TestDeputySettingsReadAsUser: under sudo, --settings FILE is read with
+// the user's rights: a file only root may read is refused (125, permission
+// denied) before anything of it is parsed or said; the control: the same
+// file, readable by the user, is applied.
+func TestDeputySettingsReadAsUser(t *testing.T) {
+	m := sudoMode(t)
+	b := newBox(t)
+	if err := os.Chown(b.ws, m.uid, m.uid); err != nil {
+		t.Fatal(err)
+	}
+	dir := target(t)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	set := filepath.Join(dir, "srt.json")
+	writeFile(t, set, `{"network": {"allowedDomains": ["secret-host.example"]}}`, 0o600)
+	env := append(slices.Clone(m.env), confEnv(t, "")...)
+	r := b.runOpts(opts{env: env}, "--no-profile", "--settings", set, "--", "true")
+	if r.code != exitSbxError || !strings.Contains(r.stderr, "permission denied") || strings.Contains(r.stderr, "secret-host") {
+		t.Errorf("sudo: a settings file only root may read: want 125, permission denied, nothing of it said\n%v", r)
+	}
+	if err := os.Chmod(set, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = b.runOpts(opts{env: env}, "--no-profile", "--settings", set, "--", "sh", "-c", "echo $HTTPS_PROXY")
+	if r.code != 0 || !strings.Contains(r.stdout, "http://127.0.0.1:3128") {
+		t.Errorf("control, the file readable by the user: its allowed domain must give the run the proxy\n%v", r)
+	}
+}
+
+// sudoMode is the sudo deputyMode; rootless, the test is skipped (sbx has
+// no other rights to lend).
+func sudoMode(t *testing.T) deputyMode {
+	t.Helper()
+	if rootless() {
+		t.Skip("sudo's behaviour: rootless sbx has no other rights to lend")
+	}
+	for _, d := range deputyModes(t) {
+		if d.name == "sudo" {
+			return d
+		}
+	}
+	t.Fatal("no sudo mode")
+	return deputyMode{}
 }

@@ -137,8 +137,8 @@ func collectDocs() (cliDoc, error) {
 				return doc, err
 			}
 		} else {
-			// No flag set (doctor parses its one flag by hand): the help
-			// text is all there is.
+			// No flag set (a command that parses its arguments by
+			// hand): the help text is all there is.
 			for _, h := range help {
 				c.Flags = append(c.Flags, h)
 			}

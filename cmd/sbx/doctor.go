@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,18 +16,19 @@ import (
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
-const doctorUsage = `Usage: sbx doctor [--apparmor-profile]
+const doctorUsageText = `Usage: sbx doctor [--policy TIER] [--apparmor-profile]
 
 Checks, on this host, every mechanism sbx builds on and says which tiers
 "sbx run" would use, as the user who runs it (with root, or rootless).
 It then runs "true" in a real sandbox with every tier "sbx run" would
 pick, and reports that run's verdict. Exit status 0 only when that run
-succeeded, so sbx can enforce both the file and the network policy.
-
-  --apparmor-profile  print the AppArmor profile that lets this sbx binary
-                      create user namespaces (Ubuntu 23.10+), to install as
-                      /etc/apparmor.d/sbx
+succeeded, so sbx can enforce both the file and the network policy; 1 when
+sbx run would refuse or fail here; 125 for a usage error.
 `
+
+// doctorUsage is doctor's --help: its text and a Flags section generated
+// from its flag set.
+func doctorUsage(fs *flag.FlagSet) string { return doctorUsageText + "\n" + flagHelp(fs) }
 
 // check is one line of the doctor's report.
 type check struct {
@@ -36,20 +38,41 @@ type check struct {
 }
 
 func cmdDoctor(args []string, s streams) int {
-	if len(args) > 0 {
-		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-			fmt.Fprint(s.out, doctorUsage)
+	fs := newFlagSet("doctor")
+	var (
+		tier     = "auto"
+		apparmor bool
+		help     bool
+	)
+	fs.StringVar(&tier, "policy", tier, "`TIER` decide and run the canary as sbx run --policy TIER would: auto, landlock or bpf")
+	fs.BoolVar(&apparmor, "apparmor-profile", false, "print the AppArmor profile that lets this sbx binary create user namespaces (Ubuntu 23.10+), to install as /etc/apparmor.d/sbx")
+	fs.BoolVar(&help, "help", false, "")
+	fs.BoolVar(&help, "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(s.out, doctorUsage(fs))
 			return 0
 		}
-		if args[0] == "--apparmor-profile" && len(args) == 1 {
-			self, err := selfPath()
-			if err != nil {
-				return fail(s, err)
-			}
-			fmt.Fprint(s.out, sandbox.AppArmorProfile(self))
-			return 0
+		return fail(s, fmt.Errorf("doctor: %w (see sbx doctor --help)", flagError(fs, err)))
+	}
+	if help {
+		fmt.Fprint(s.out, doctorUsage(fs))
+		return 0
+	}
+	if fs.NArg() > 0 {
+		return fail(s, fmt.Errorf("doctor: unexpected argument %q (see sbx doctor --help)", fs.Arg(0)))
+	}
+	demand, err := runner.ParsePolicy(tier)
+	if err != nil {
+		return fail(s, fmt.Errorf("doctor: --policy: %v", err))
+	}
+	if apparmor {
+		self, err := selfPath()
+		if err != nil {
+			return fail(s, err)
 		}
-		return fail(s, fmt.Errorf("doctor: unexpected argument %q", args[0]))
+		fmt.Fprint(s.out, sandbox.AppArmorProfile(self))
+		return 0
 	}
 	self, _ := selfPath()
 	host := hostcheck.Probe(hostcheck.Options{Full: true, Self: self})
@@ -64,7 +87,7 @@ func cmdDoctor(args []string, s streams) int {
 	tw.Flush()
 	// The decision is the one sbx run makes (policy.Decide), from the
 	// same probe, so doctor cannot claim what run cannot do.
-	d := policy.Decide(host, policy.Demand{Files: policy.DemandAuto})
+	d := policy.Decide(host, policy.Demand{Files: demand})
 	mode := "root"
 	if d.Rootless {
 		mode = "rootless (user namespace)"
@@ -82,7 +105,7 @@ func cmdDoctor(args []string, s streams) int {
 	}
 	// The probes above only say what the host offers; a real run proves
 	// that sbx works with it. Never claim more than that run showed.
-	info, err := canaryRun()
+	info, err := canaryRun(demand)
 	if err != nil {
 		fmt.Fprintf(s.out, "canary run:    failed: %v\n", err)
 		fmt.Fprintln(s.out, "verdict:       sbx run fails here although the mechanisms are present (see the canary run)")

@@ -214,6 +214,25 @@ func TestEgressTransparent(t *testing.T) {
 	}
 }
 
+// noProxyEnv runs a command with no proxy variable at all.
+const noProxyEnv = "env -u HTTPS_PROXY -u HTTP_PROXY -u ALL_PROXY -u https_proxy -u http_proxy -u all_proxy "
+
+// rawGet is a shell command: a raw TCP client (Python's socket) that sends
+// GET path over HTTP/1.0 to host:port and prints the body.
+func rawGet(host, port, path string) string {
+	return python + ` -c "
+import socket
+s = socket.create_connection(('` + host + `', ` + port + `), timeout=10)
+s.sendall(b'GET ` + path + ` HTTP/1.0\r\n\r\n')
+print(s.makefile('rb').read().split(b'\r\n\r\n', 1)[1].decode())"`
+}
+
+// nodeFetch is a shell command: Node's fetch of url, printing the body or
+// the error's code.
+func nodeFetch(url string) string {
+	return "node -e 'fetch(\"" + url + "\").then(r => r.text()).then(t => console.log(t), e => console.log(\"error\", e.cause && e.cause.code))'"
+}
+
 // TestEgressSameAddress: with no proxy variable at all, an allowed host
 // loopback address is reached inside at the same address and port
 // (127.0.0.1:P, [::1]:Q, localhost:P, which means the host's 127.0.0.1
@@ -231,18 +250,14 @@ func TestEgressSameAddress(t *testing.T) {
 		t.Fatalf("control: the IPv6 upstream must answer on the host\n%v", r)
 	}
 	p := up.port
-	noProxy := "env -u HTTPS_PROXY -u HTTP_PROXY -u ALL_PROXY -u https_proxy -u http_proxy -u all_proxy "
+	noProxy := noProxyEnv
 	script := noProxy + "curl -sS --max-time 10 http://localhost:" + p + "/localhost; echo; " +
 		noProxy + "curl -sS --max-time 10 http://[::1]:" + up6.port + "/v6; echo; " +
 		noProxy + "curl -sS --max-time 10 http://a.wild.test:" + p + "/wild; echo; " +
 		noProxy + python + ` -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:` + p + `/urllib').read().decode())"; echo; ` +
-		noProxy + python + ` -c "
-import socket
-s = socket.create_connection(('127.0.0.1', ` + p + `), timeout=10)
-s.sendall(b'GET /raw HTTP/1.0\r\n\r\n')
-print(s.makefile('rb').read().split(b'\r\n\r\n', 1)[1].decode())"; ` +
+		noProxy + rawGet("127.0.0.1", p, "/raw") + "; " +
 		noProxy + "curl -sS --max-time 10 http://127.0.0.1:" + other.port + "/ 2>&1 | sed 's/ after .*//'; " +
-		noProxy + "node -e 'fetch(\"http://127.0.0.1:" + p + "/node\").then(r => r.text()).then(t => console.log(t), e => console.log(\"error\", e.cause && e.cause.code))'"
+		noProxy + nodeFetch("http://127.0.0.1:"+p+"/node")
 	r := e.run("--allow-host", "localhost:"+p, "--allow-host", "[::1]:"+up6.port, "--allow-host", "*.wild.test:"+p, "--", "sh", "-c", script)
 	skipForeignWall(t, r)
 	want := "upstream /localhost\nupstream /v6\nupstream /wild\nupstream /urllib\nupstream /raw\n" +
@@ -317,14 +332,10 @@ func TestEgressLiteralBeyondLoopback(t *testing.T) {
 	if r := e.host(opts{}, "curl", "-sS", "http://"+op+"/control"); r.stdout != "upstream /control" {
 		t.Fatalf("control: the upstream must answer on the host\n%v", r)
 	}
-	noProxy := "env -u HTTPS_PROXY -u HTTP_PROXY -u ALL_PROXY -u https_proxy -u http_proxy -u all_proxy "
+	noProxy := noProxyEnv
 	script := noProxy + "curl -sS --max-time 10 http://" + ep + "/curl; echo; " +
-		noProxy + python + ` -c "
-import socket
-s = socket.create_connection(('` + a.String() + `', ` + up.port + `), timeout=10)
-s.sendall(b'GET /raw HTTP/1.0\r\n\r\n')
-print(s.makefile('rb').read().split(b'\r\n\r\n', 1)[1].decode())"; ` +
-		noProxy + "node -e 'fetch(\"http://" + ep + "/node\").then(r => r.text()).then(t => console.log(t), e => console.log(\"error\", e.cause && e.cause.code))'; " +
+		noProxy + rawGet(a.String(), up.port, "/raw") + "; " +
+		noProxy + nodeFetch("http://"+ep+"/node") + "; " +
 		noProxy + "curl -sS --max-time 10 http://" + op + "/ >/dev/null 2>&1; echo other $?"
 	r := e.run("--allow-host", ep, "--", "sh", "-c", script)
 	skipForeignWall(t, r)

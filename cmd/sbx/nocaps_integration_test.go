@@ -42,30 +42,38 @@ except OSError as e:
 	}
 }
 
-// TestDoctorAgreesWithRun: on this host, whatever capabilities root holds,
-// doctor's verdict (exit 0: "can enforce") is the outcome of a real run:
-// run exits 0 exactly when doctor does, and where doctor refuses, run
-// refuses with the same reason (exit 125) before building anything. With
-// every capability, both succeed (the control); as a user, doctor and a
+// TestDoctorAgreesWithRun: on this host, whatever capabilities root holds
+// and whichever file tier is demanded (--policy), doctor's verdict (exit
+// 0: "can enforce") is the outcome of a real run: run exits 0 exactly
+// when doctor does, and where doctor refuses, run refuses with the same
+// reason (exit 125) before building anything. With every capability and
+// --policy auto, both succeed (the control); as a user, doctor and a
 // rootless run agree too.
 func TestDoctorAgreesWithRun(t *testing.T) {
 	b := newBox(t)
-	drops := []string{"", "-sys_admin", "-net_admin", "-bpf", "-sys_admin,-net_admin"}
-	if rootless() {
-		drops = drops[:1] // a user holds nothing to drop
+	type tc struct{ drop, policy string }
+	var cases []tc
+	for _, drop := range []string{"", "-sys_admin", "-net_admin", "-bpf", "-sys_admin,-net_admin"} {
+		cases = append(cases, tc{drop, "auto"})
 	}
-	for _, drop := range drops {
-		t.Run("drop"+drop, func(t *testing.T) {
+	for _, p := range []string{"landlock", "bpf"} {
+		cases = append(cases, tc{"", p}, tc{"-bpf", p})
+	}
+	if rootless() { // a user holds nothing to drop
+		cases = []tc{{"", "auto"}, {"", "landlock"}, {"", "bpf"}}
+	}
+	for _, c := range cases {
+		t.Run("drop"+c.drop+"/"+c.policy, func(t *testing.T) {
 			pre := []string{"--", sbxBin}
-			if drop != "" {
-				pre = []string{"--bounding-set", drop, "--inh-caps", drop, "--", sbxBin}
+			if c.drop != "" {
+				pre = []string{"--bounding-set", c.drop, "--inh-caps", c.drop, "--", sbxBin}
 			}
-			d := b.host(opts{}, "setpriv", append(pre, "doctor")...)
-			r := b.host(opts{}, "setpriv", append(pre, "run", "--", "true")...)
+			d := b.host(opts{}, "setpriv", append(pre, "doctor", "--policy", c.policy)...)
+			r := b.host(opts{}, "setpriv", append(pre, "run", "--policy", c.policy, "--", "true")...)
 			if (d.code == 0) != (r.code == 0) {
 				t.Fatalf("doctor exit %d, run exit %d: they disagree\ndoctor: %v\nrun: %v", d.code, r.code, d, r)
 			}
-			if drop == "" && d.code != 0 {
+			if c.drop == "" && c.policy == "auto" && d.code != 0 {
 				t.Fatalf("control: doctor and run fail with every capability\n%v\n%v", d, r)
 			}
 			if i := strings.Index(d.stdout, "refused:       "); i >= 0 {

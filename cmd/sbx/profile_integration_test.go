@@ -74,6 +74,31 @@ func TestMaskFileAndDir(t *testing.T) {
 	}
 }
 
+// TestMaskHardLinks: a hard link made before the run to a masked file,
+// elsewhere in the workspace, is masked too (the mount level hides a path,
+// not a file; Landlock cannot deny the file, and rootless there is no BPF
+// LSM tier): reading it fails with EACCES. The control reads the secret
+// through the link without --mask.
+func TestMaskHardLinks(t *testing.T) {
+	b := newBox(t)
+	writeFile(t, filepath.Join(b.ws, ".env"), "SECRET=1\n", 0o644)
+	mkdir(t, filepath.Join(b.ws, "lib", "deep"))
+	if err := os.Link(filepath.Join(b.ws, ".env"), filepath.Join(b.ws, "lib", "deep", "env.bak")); err != nil {
+		t.Fatal(err)
+	}
+	chownToUser(t, filepath.Join(b.ws, ".env"), filepath.Join(b.ws, "lib"), filepath.Join(b.ws, "lib", "deep"))
+	env := opts{env: confEnv(t, "")}
+	const script = `cat lib/deep/env.bak; echo "cat=$?"`
+	control := b.runOpts(env, "--no-profile", "--policy", "landlock", "--", "sh", "-c", script)
+	if control.code != 0 || control.stdout != "SECRET=1\ncat=0\n" {
+		t.Fatalf("control without --mask: %v", control)
+	}
+	r := b.runOpts(env, "--no-profile", "--policy", "landlock", "--mask", ".env", "--", "sh", "-c", script)
+	if r.code != 0 || r.stdout != "cat=1\n" || !strings.Contains(r.stderr, "env.bak: Permission denied") {
+		t.Errorf("the hard link of a masked file: want EACCES\n%v", r)
+	}
+}
+
 // TestQuiet: --quiet drops the denial lines; the --violations record and
 // the count at the end stay. The control prints the line.
 func TestQuiet(t *testing.T) {

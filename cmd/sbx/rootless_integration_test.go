@@ -209,15 +209,11 @@ func TestRootlessEgress(t *testing.T) {
 	if r := b.host(opts{}, "curl", "-sS", url+"/control"); r.stdout != "upstream /control" {
 		t.Fatalf("control: the user cannot reach the host listener outside: %v", r)
 	}
-	noProxy := "env -u HTTPS_PROXY -u HTTP_PROXY -u ALL_PROXY -u https_proxy -u http_proxy -u all_proxy "
+	noProxy := noProxyEnv
 	script := "curl -sS --max-time 10 " + url + "/proxy; echo; " +
 		noProxy + "curl -sS --max-time 10 " + url + "/direct; echo; " +
 		noProxy + python + ` -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('` + url + `/urllib').read().decode())"; echo; ` +
-		noProxy + python + ` -c "
-import socket
-s = socket.create_connection(('127.0.0.1', ` + up.port + `), timeout=10)
-s.sendall(b'GET /raw HTTP/1.0\r\n\r\n')
-print(s.makefile('rb').read().split(b'\r\n\r\n', 1)[1].decode())"; ` +
+		noProxy + rawGet("127.0.0.1", up.port, "/raw") + "; " +
 		noProxy + "curl -sS --max-time 10 http://127.0.0.1:" + other.port + "/ 2>&1 | sed 's/ after .*//'"
 	r := b.run("--allow-host", "127.0.0.1:"+up.port, "--", "sh", "-c", script)
 	want := "upstream /proxy\nupstream /direct\nupstream /urllib\nupstream /raw\n" +

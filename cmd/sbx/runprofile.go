@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/config"
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/profile"
 	"github.com/sbx-sandbox/sbx/runner"
 	"github.com/sbx-sandbox/sbx/settings"
@@ -51,6 +52,9 @@ type profileEnv struct {
 	cwd       string
 	workspace string // resolved; "" when unknown
 	config    string // the config file's path
+	// cred is the invoking user's (under sudo, SUDO_UID's): the config
+	// and settings files are read with it, never with root's rights.
+	cred hostfs.Cred
 }
 
 func newProfileEnv(s streams, workspace string) (*profileEnv, error) {
@@ -62,8 +66,14 @@ func newProfileEnv(s streams, workspace string) (*profileEnv, error) {
 	e.cwd = cwd
 	sudoUID, sudo := os.LookupEnv("SUDO_UID")
 	xdg := os.Getenv("XDG_CONFIG_HOME")
+	e.cred = hostfs.Cred{UID: os.Getuid(), GID: os.Getgid()}
 	if sudo && os.Getuid() == 0 {
 		e.uid, _ = strconv.Atoi(sudoUID)
+		gid, err := strconv.Atoi(os.Getenv("SUDO_GID"))
+		if err != nil {
+			gid = e.uid
+		}
+		e.cred = hostfs.LookupCred(e.uid, gid)
 		if u, err := user.LookupId(sudoUID); err == nil {
 			e.home = u.HomeDir
 		}
@@ -113,9 +123,15 @@ func (e *profileEnv) loadConfig() (configFile, error) {
 			return configFile{}, nil
 		}
 	}
-	// The last component is not followed, and what is checked is what
-	// is read (fstat of the open file).
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	// Opened with the user's rights; the last component is not
+	// followed, and what is checked is what is read (fstat of the open
+	// file).
+	var f *os.File
+	err := e.cred.Do(func() error {
+		var err error
+		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		return err
+	})
 	if errors.Is(err, os.ErrNotExist) {
 		return configFile{}, nil
 	}
@@ -241,7 +257,12 @@ func (e *profileEnv) loadSettings(files, tighten []string) (profile.Profile, err
 	env := settings.Env{Home: e.home, Cwd: e.cwd}
 	var pol settings.Policy
 	for i, f := range append(slices.Clone(files), tighten...) {
-		p, err := settings.Load(e.abs(f), env)
+		var p settings.Policy
+		err := e.cred.Do(func() error {
+			var err error
+			p, err = settings.Load(e.abs(f), env)
+			return err
+		})
 		if err != nil {
 			return out, err
 		}

@@ -158,6 +158,7 @@ func TestHelpGolden(t *testing.T) {
 		{"sbx.txt", []string{"--help"}},
 		{"run.txt", []string{"run", "--help"}},
 		{"exec.txt", []string{"exec", "--help"}},
+		{"doctor.txt", []string{"doctor", "--help"}},
 	} {
 		code, out, _ := sbxIn(tc.args...)
 		if code != 0 {
