@@ -16,22 +16,6 @@ import (
 // otherBuild is the WallID of a made-up other build of the wall.
 const otherBuild = wallPrefix + "0000000000000000"
 
-// ownNetnsCookie is the cookie of the test's network namespace, where the
-// helper's sockets live.
-func ownNetnsCookie(t *testing.T) uint64 {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	own, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
-	if err != nil {
-		t.Fatalf("SO_NETNS_COOKIE: %v", err)
-	}
-	return own
-}
-
 // disguise renames the pin directory of w to the one another build
 // (named build) would have for w's parent, as TestNetOtherVersionInUse
 // does: the open handle holds it by inode, so it is that build's
