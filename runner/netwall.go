@@ -53,9 +53,9 @@ func openNetWall() (*netWall, error) {
 			break
 		}
 		// Another build's sbx removes this build's parent when no pins
-		// name it (netwall's removeUnusedParents): between the mkdir
-		// and the first load, that is this one. Create it again, once.
-		if _, serr := os.Stat(parent); try > 0 || !errors.Is(serr, os.ErrNotExist) {
+		// name it: between the mkdir and the first load, that is this
+		// one. Create it again, once.
+		if try > 0 || !errors.Is(err, netwall.ErrParentGone) {
 			return nil, fmt.Errorf("network wall (cgroup BPF): %w", err)
 		}
 	}

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/bpf"
+	"github.com/sbx-sandbox/sbx/bpf/pin"
 )
 
 // otherBuild is the WallID of a made-up other build of the wall.
@@ -198,5 +200,49 @@ func TestNetRemovesUnusedParents(t *testing.T) {
 	}
 	if !exists(inUse) || !exists(parent) {
 		t.Errorf("in use %v, own parent %v: want both kept", exists(inUse), exists(parent))
+	}
+}
+
+// TestNetParentReplacedWhileOpening: a parent removed and created again
+// (another build's open removed it, this build's sbx made it anew) while
+// an Open waited for the pin lock is not loaded for: programs set up for
+// the old cgroup id would not see the runs of the new one. Open says so
+// (ErrParentGone), and the next Open loads for the new parent.
+func TestNetParentReplacedWhileOpening(t *testing.T) {
+	top := newTestParent(t)
+	pinRoot := newPinRoot(t)
+	parent := filepath.Join(top, WallID())
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(parent) })
+	lock, err := pin.LockRoot(pinRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		w, err := Open(parent, &Options{PinRoot: pinRoot})
+		if err == nil {
+			w.Unpin()
+			w.Close()
+		}
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // Open has read the parent's id and waits for the lock
+	if err := os.Remove(parent); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock.Unlock()
+	if err := <-done; !errors.Is(err, ErrParentGone) {
+		t.Fatalf("Open with its parent replaced meanwhile: %v, want ErrParentGone", err)
+	}
+	w := openTestNet(t, parent, pinRoot)
+	defer w.Unpin()
+	if w.parentID != cgroupID(t, parent) {
+		t.Errorf("the next Open loaded for cgroup %d, want the parent's %d", w.parentID, cgroupID(t, parent))
 	}
 }

@@ -88,6 +88,11 @@ func WallID() string { return wallPrefix + netVersion() }
 // wallPrefix begins every [WallID] (sandbox.WallGroupPrefix is the same).
 const wallPrefix = "net-"
 
+// ErrParentGone means the parent cgroup was removed (by another build's
+// open, see [WallID]) while [Open] waited for the pin lock: create it again
+// and open again.
+var ErrParentGone = errors.New("removed while opening (create it again)")
+
 // errPins means the pin directory is missing or incomplete.
 var errPins = errors.New("pins missing or incomplete")
 
@@ -115,6 +120,9 @@ func Open(parentCgroup string, opts *Options) (*Wall, error) {
 	}
 	n := &Wall{parent: parent, root: root}
 	if n.parentID, err = bpf.CgroupID(parent); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%w: %w", ErrParentGone, err)
+		}
 		return nil, fmt.Errorf("open net wall: parent: %w", err)
 	}
 	if n.rootID, err = bpf.CgroupID(root); err != nil {
@@ -133,6 +141,13 @@ func Open(parentCgroup string, opts *Options) (*Wall, error) {
 		return nil, fmt.Errorf("open net wall: %w", err)
 	}
 	defer lock.Unlock()
+	// Under the lock no other sbx removes the parent (removeUnusedParents
+	// runs under it), but one may have done so before: then the parent is
+	// gone, or a new cgroup took its path, and programs loaded for the id
+	// read above would not see the runs created there.
+	if id, err := bpf.CgroupID(parent); err != nil || id != n.parentID {
+		return nil, fmt.Errorf("open net wall: parent cgroup %s: %w", parent, ErrParentGone)
+	}
 	// Another process may have finished loading meanwhile; a detached link
 	// is re-attached here.
 	err = n.openPinned(true)
