@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The host side as a deputy (issue #13): sbx's own code runs on the host,
@@ -430,4 +432,87 @@ func sudoMode(t *testing.T) deputyMode {
 	}
 	t.Fatal("no sudo mode")
 	return deputyMode{}
+}
+
+// TestDeputyViolationsFile: --violations FILE in the workspace, which an
+// earlier run's program could replace with a symlink to a host file (root's
+// shell startup file, say) or a FIFO, is opened with the user's rights and
+// never through a symlink, without blocking: both are refused (125) and the
+// host file is untouched. The control: a regular file there gets the
+// run's record appended.
+func TestDeputyViolationsFile(t *testing.T) {
+	for _, m := range deputyModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			b := deputyBox(t, m)
+			dst := target(t)
+			victim := filepath.Join(dst, "bashrc")
+			writeFile(t, victim, "orig\n", 0o644)
+			link := filepath.Join(b.ws, "v.jsonl")
+			if err := os.Symlink(victim, link); err != nil {
+				t.Fatal(err)
+			}
+			fifo := filepath.Join(b.ws, "v.fifo")
+			if err := unix.Mkfifo(fifo, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{link, fifo} {
+				r := b.runOpts(opts{env: m.env}, "--violations", p, "--", "cat", "/root/.nope")
+				if r.code != exitSbxError || !strings.Contains(r.stderr, "--violations") {
+					t.Errorf("--violations %s: want 125 naming it\n%v", filepath.Base(p), r)
+				}
+			}
+			if got := readFile(t, victim); got != "orig\n" {
+				t.Errorf("the host file behind the symlink changed: %q", got)
+			}
+			// The control: a regular file gets the record.
+			ok := filepath.Join(b.ws, "ok.jsonl")
+			writeFile(t, ok, "", 0o644)
+			chownToUser(t, ok)
+			if m.uid >= 0 {
+				if err := os.Chown(ok, m.uid, m.uid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := b.runOpts(opts{env: m.env}, "--violations", ok, "--", "sh", "-c", "echo x > /etc/sbx-denied; exit 0")
+			// (Rootless there is no tracer to report the refused write.)
+			if r.code != 0 || (!rootless() && !strings.Contains(readFile(t, ok), `"op"`)) {
+				t.Errorf("control: the violations file has no record\n%v\nfile: %q", r, readFile(t, ok))
+			}
+		})
+	}
+}
+
+// TestDeputyRequestReadAsUser: sbx exec --request FILE is read with the
+// user's rights and never through a symlink: under sudo a request only
+// root may read, and a symlink to one, are refused (125) without a result;
+// the control: the same request readable by the user runs.
+func TestDeputyRequestReadAsUser(t *testing.T) {
+	m := sudoMode(t)
+	b := newBox(t)
+	if err := os.Chown(b.ws, m.uid, m.uid); err != nil {
+		t.Fatal(err)
+	}
+	dir := target(t)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	req := filepath.Join(dir, "req.json")
+	writeFile(t, req, `{"command": ["echo", "ran"], "workspace": "`+b.ws+`"}`, 0o600)
+	link := filepath.Join(b.ws, "req-link.json")
+	if err := os.Symlink(req, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{req, link} {
+		r := b.sbx(opts{env: m.env}, "exec", "--request", p)
+		if r.code != exitSbxError || strings.Contains(r.stdout, "ran") {
+			t.Errorf("--request %s: want 125 and no run\n%v", p, r)
+		}
+	}
+	if err := os.Chmod(req, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.sbx(opts{env: m.env}, "exec", "--request", req); r.code != 0 || !strings.Contains(r.stdout, "ran") {
+		t.Errorf("control, the request readable by the user\n%v", r)
+	}
 }

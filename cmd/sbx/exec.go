@@ -77,9 +77,9 @@ func cmdExec(args []string, s streams) int {
 	}
 	var in io.Reader = s.in
 	if reqFile != "" {
-		f, err := os.Open(reqFile)
+		f, err := openUserFile(invoker(), reqFile, os.O_RDONLY, 0)
 		if err != nil {
-			return fail(s, fmt.Errorf("exec: %w", err))
+			return fail(s, fmt.Errorf("exec: --request: %w", err))
 		}
 		defer f.Close()
 		in = f

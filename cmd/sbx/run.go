@@ -169,11 +169,15 @@ func cmdRun(args []string, s streams) int {
 	}
 	var createdViolations *os.File // the file, if this run created it
 	if violations != "" {
-		f, err := os.OpenFile(violations, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		// With the user's rights, never through a symlink (the file may
+		// lie in the workspace, where an earlier run's program could
+		// have put one in its place).
+		who := invoker()
+		f, err := openUserFile(who, violations, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if err == nil {
 			createdViolations = f
 		} else if errors.Is(err, os.ErrExist) {
-			f, err = os.OpenFile(violations, os.O_WRONLY|os.O_APPEND, 0)
+			f, err = openUserFile(who, violations, os.O_WRONLY|os.O_APPEND, 0)
 		}
 		if err != nil {
 			return fail(s, fmt.Errorf("run: --violations: %w", err))

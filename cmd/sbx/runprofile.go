@@ -66,14 +66,9 @@ func newProfileEnv(s streams, workspace string) (*profileEnv, error) {
 	e.cwd = cwd
 	sudoUID, sudo := os.LookupEnv("SUDO_UID")
 	xdg := os.Getenv("XDG_CONFIG_HOME")
-	e.cred = hostfs.Cred{UID: os.Getuid(), GID: os.Getgid()}
+	e.cred = invoker()
 	if sudo && os.Getuid() == 0 {
 		e.uid, _ = strconv.Atoi(sudoUID)
-		gid, err := strconv.Atoi(os.Getenv("SUDO_GID"))
-		if err != nil {
-			gid = e.uid
-		}
-		e.cred = hostfs.LookupCred(e.uid, gid)
 		if u, err := user.LookupId(sudoUID); err == nil {
 			e.home = u.HomeDir
 		}
@@ -126,17 +121,12 @@ func (e *profileEnv) loadConfig() (configFile, error) {
 	// Opened with the user's rights; the last component is not
 	// followed, and what is checked is what is read (fstat of the open
 	// file).
-	var f *os.File
-	err := e.cred.Do(func() error {
-		var err error
-		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-		return err
-	})
+	f, err := openUserFile(e.cred, path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return configFile{}, nil
 	}
 	if err != nil {
-		return configFile{}, fmt.Errorf("config %s: %w (a symlink is not followed)", path, err)
+		return configFile{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -144,7 +134,7 @@ func (e *profileEnv) loadConfig() (configFile, error) {
 		return configFile{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
-	if !fi.Mode().IsRegular() || st == nil || (int(st.Uid) != e.uid && st.Uid != 0) || fi.Mode().Perm()&0o022 != 0 {
+	if st == nil || (int(st.Uid) != e.uid && st.Uid != 0) || fi.Mode().Perm()&0o022 != 0 {
 		return configFile{}, fmt.Errorf("config %s: not a regular file of yours, writable only by you (not reading it)", path)
 	}
 	return config.Read(path, f)
