@@ -20,6 +20,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/hostfs"
 
+	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/sandbox"
@@ -540,6 +541,11 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		masks := make(chan []string, 1)
 		go func() { masks <- sandbox.RootOnly("/etc") }()
 		o.rootOnly = masks
+	}
+	if !rootless {
+		// The network wall of this build walls in exactly the runs
+		// under its parent cgroup (see openNetWall).
+		spec.WallGroup = netwall.WallID()
 	}
 	spec.HostNetwork = o.hostNetwork()
 	spec.Loopback = o.loopback()

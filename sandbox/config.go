@@ -20,8 +20,15 @@ import (
 const ShimPath = "/.sbx/sbx"
 
 // CgroupParent is the cgroup (relative to each hierarchy's root) under which
-// every sandbox's cgroup is created: <root>/sbx/<id>.
+// every sandbox's cgroup is created: <root>/sbx/<wall group>/<id> for a root
+// sandbox (see [Spec.WallGroup]), <root>/sbx/<id> without one.
 const CgroupParent = "sbx"
+
+// WallGroupPrefix begins the name of every wall group, the per-build cgroup
+// directories below [CgroupParent] (netwall.WallID). sbx never names a
+// sandbox's cgroup directly below CgroupParent like that, so the sweep of
+// stale cgroups tells the two apart by it.
+const WallGroupPrefix = "net-"
 
 // systemDirs are the host directories shown read-only. A name that is a
 // symlink on the host (merged /usr) is recreated as the same symlink.
@@ -146,7 +153,7 @@ func (s *Spec) config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 		rules = append(rules, &d.Rule)
 	}
 	cg := &cgroups.Cgroup{
-		Path: "/" + CgroupParent + "/" + s.ID,
+		Path: "/" + filepath.Join(CgroupParent, s.WallGroup, s.ID),
 		Resources: &cgroups.Resources{
 			Devices: rules,
 		},

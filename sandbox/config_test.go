@@ -233,6 +233,16 @@ func TestConfigIsolation(t *testing.T) {
 	if cfg.Cgroups.Path != "/sbx/0123456789abcdef" {
 		t.Errorf("cgroup path %q", cfg.Cgroups.Path)
 	}
+	grouped := testSpec()
+	grouped.WallGroup = "net-00112233aabbccdd"
+	if cfg, err := grouped.Config("/r", "/sbx", testLayout); err != nil {
+		t.Errorf("with a wall group: %v", err)
+	} else if cfg.Cgroups.Path != "/sbx/net-00112233aabbccdd/0123456789abcdef" {
+		t.Errorf("cgroup path with a wall group %q, want /sbx/net-00112233aabbccdd/0123456789abcdef", cfg.Cgroups.Path)
+	}
+	if dirs := grouped.cgroupDirs(); len(dirs) == 0 || dirs[0] != "/sys/fs/cgroup/sbx/net-00112233aabbccdd/0123456789abcdef" {
+		t.Errorf("the watcher's cgroups %q, want /sys/fs/cgroup/sbx/net-00112233aabbccdd/0123456789abcdef first", dirs)
+	}
 	if cfg.Seccomp == nil {
 		t.Error("no seccomp filter")
 	}

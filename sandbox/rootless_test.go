@@ -111,6 +111,30 @@ func TestValidateCgroup(t *testing.T) {
 	}
 }
 
+func TestValidateWallGroup(t *testing.T) {
+	for _, tc := range []struct {
+		group    string
+		rootless bool
+		ok       bool
+	}{
+		{"", false, true},
+		{"net-0123456789abcdef", false, true},
+		{"net-0123456789abcdef", true, false}, // rootless runs have no wall
+		{"net-", false, false},
+		{"0123456789abcdef", false, false},
+		{"net-a/b", false, false},
+		{"net-..", false, false},
+		{"../net-x", false, false},
+		{"net-a b", false, false},
+	} {
+		s := testSpec()
+		s.WallGroup, s.Rootless = tc.group, tc.rootless
+		if err := s.Validate(); (err == nil) != tc.ok {
+			t.Errorf("wall group %q (rootless %v): %v, want ok %v", tc.group, tc.rootless, err, tc.ok)
+		}
+	}
+}
+
 // fakeCgroup2 lays out a cgroup2 tree with user@UID.service as dir owned by
 // the caller (these tests run as whoever runs go test: the ownership check
 // compares with the caller's uid).

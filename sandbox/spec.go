@@ -105,6 +105,14 @@ type Spec struct {
 	// cgroup2 mount) to create in a subtree delegated to the user; empty
 	// means there is none, and Limits are applied as rlimits instead.
 	Cgroup string
+	// WallGroup is, for a root sandbox, the cgroup directory below
+	// [CgroupParent] that holds its cgroup: <root>/sbx/<WallGroup>/<ID>.
+	// sbx puts there the name of its network wall's build
+	// (netwall.WallID), whose programs wall in exactly the runs under it,
+	// so two sbx builds in use at once never wall in each other's runs.
+	// It must start with [WallGroupPrefix]; empty means directly below
+	// CgroupParent (no wall build's).
+	WallGroup string
 	// Shim is passed to the shim inside the sandbox (see [ShimConfig]).
 	Shim ShimConfig
 }
@@ -116,6 +124,13 @@ func ValidID(id string) error {
 		return fmt.Errorf("invalid sandbox id %q: must match ^[A-Za-z0-9._-]+$ and not be . or ..", id)
 	}
 	return nil
+}
+
+// ValidWallGroup reports whether name can be a [Spec.WallGroup]:
+// [WallGroupPrefix] followed by one or more characters a run id may have.
+func ValidWallGroup(name string) bool {
+	rest, ok := strings.CutPrefix(name, WallGroupPrefix)
+	return ok && rest != "" && runid.Valid(rest)
 }
 
 // Validate checks the spec for what would make the libcontainer config
@@ -165,6 +180,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Cgroup != "" && (!s.Rootless || !isCleanAbs(s.Cgroup) || s.Cgroup == "/") {
 		errs = append(errs, fmt.Errorf("cgroup %q: want a clean absolute path below the cgroup2 mount, for a rootless sandbox", s.Cgroup))
+	}
+	if s.WallGroup != "" && (s.Rootless || !ValidWallGroup(s.WallGroup)) {
+		errs = append(errs, fmt.Errorf("wall group %q: want %s followed by an id's characters, for a root sandbox", s.WallGroup, WallGroupPrefix))
 	}
 	if s.UID < 0 || s.GID < 0 {
 		errs = append(errs, errors.New("uid and gid must not be negative"))

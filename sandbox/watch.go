@@ -158,7 +158,7 @@ func (s *Spec) cgroupDirs() []string {
 	case s.Rootless && s.Cgroup != "":
 		add(s.Cgroup)
 	case !s.Rootless:
-		add(filepath.Join(CgroupParent, s.ID))
+		add(filepath.Join(CgroupParent, s.WallGroup, s.ID))
 	}
 	return dirs
 }

@@ -24,7 +24,10 @@ sbx, ws, kills = sys.argv[1], sys.argv[2], int(sys.argv[3])
 env = dict(os.environ, XDG_DATA_HOME=ws + "/data")
 def leftovers():
     runs = glob.glob("/run/sbx/run/*")
-    cgs = [p for p in glob.glob("/sys/fs/cgroup/**/sbx/*", recursive=True) if os.path.isdir(p)]
+    # Run cgroups: sbx/<run> (rootless, older builds) and sbx/net-<build>/<run>
+    # (root); the per-build net-* parents themselves stay while pinned.
+    cgs = [p for p in glob.glob("/sys/fs/cgroup/**/sbx/*", recursive=True) + glob.glob("/sys/fs/cgroup/**/sbx/net-*/*", recursive=True)
+           if os.path.isdir(p) and not os.path.basename(p).startswith("net-")]
     return len(runs) + len(cgs)
 def timed(args):
     return subprocess.Popen(["/usr/bin/time", "-f", "%M", sbx] + args, cwd=ws, env=env,

@@ -3,6 +3,18 @@
 // connect, sendmsg and bind of any task whose cgroup is under one parent
 // cgroup2 directory.
 //
+// sbx gives each build of the programs a parent of its own,
+// <cgroup2>/sbx/<[WallID]>, and creates its root runs' cgroups there. A
+// build's programs refuse every socket of a run they have no entry for,
+// so with one parent shared by two builds in use at once (an upgrade
+// while a run goes on, two checkouts), each would refuse the other's
+// runs; with a parent each, a build's wall never sees another build's
+// runs. Opening the wall removes the parent of another build once no pins
+// name it (its last run ended and its pins were removed) and no run
+// cgroup is in it. A wall attached above the parent (an sbx from before
+// per-build parents attached its wall to <cgroup2>/sbx itself) does apply
+// to this build's runs: [Wall.ForeignSockCreate] finds it.
+//
 // [Open] loads the programs once per host and pins them under bpffs
 // (<pin root>/net-<object hash>-<parent cgroup id>/: link_*, prog_* and
 // map_* pins, and slot_N/ring for the event ring pool; the lifecycle is
@@ -55,6 +67,7 @@
 // # Runner sequence
 //
 //	pin.Mount()                              // bpffs at /sys/fs/bpf
+//	parent := <cgroup2>/sbx/netwall.WallID(); mkdir -p parent
 //	w, _ := netwall.Open(parent, nil)        // once per sbx process
 //	mkdir parent/<run-id>; id, _ := bpf.CgroupID(dir)
 //	r, _ := w.Events(id)                     // before the first task starts

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/events"
@@ -22,11 +24,11 @@ import (
 // Options tune [Open]. The zero value is what sbx uses.
 type Options struct {
 	// PinRoot is the bpffs directory holding the pins ([pin.DefaultRoot] if
-	// empty). One pin root serves one parent cgroup: every other "net-*"
-	// directory in it (older program versions, or a parent that was
-	// recreated) is removed by the first open that finds it unused (no
-	// open [Wall] holds it), which detaches its programs once no process
-	// holds them open. Tests use their own.
+	// empty). One pin root serves the parents of every build on a host:
+	// every other "net-*" directory in it (other program versions, or a
+	// parent that was recreated) is removed by the first open that finds
+	// it unused (no open [Wall] holds it), which detaches its programs
+	// once no process holds them open. Tests use their own.
 	PinRoot string
 }
 
@@ -75,6 +77,22 @@ var netVersion = sync.OnceValue(func() string {
 	return hex.EncodeToString(sum[:8])
 })
 
+// WallID names this build's wall: the base name of the parent cgroup its
+// programs wall in (sbx's root runs live in <cgroup2>/sbx/<WallID>/<run>)
+// and the prefix of its pin directories. A changed program gets a new one,
+// so two builds in use at once (an upgrade while a run goes on, two
+// checkouts) wall in disjoint sets of runs: each build's programs see only
+// its own runs, and neither refuses the other's.
+func WallID() string { return wallPrefix + netVersion() }
+
+// wallPrefix begins every [WallID] (sandbox.WallGroupPrefix is the same).
+const wallPrefix = "net-"
+
+// ErrParentGone means the parent cgroup was removed (by another build's
+// open, see [WallID]) while [Open] waited for the pin lock: create it again
+// and open again.
+var ErrParentGone = errors.New("removed while opening (create it again)")
+
 // errPins means the pin directory is missing or incomplete.
 var errPins = errors.New("pins missing or incomplete")
 
@@ -102,16 +120,19 @@ func Open(parentCgroup string, opts *Options) (*Wall, error) {
 	}
 	n := &Wall{parent: parent, root: root}
 	if n.parentID, err = bpf.CgroupID(parent); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%w: %w", ErrParentGone, err)
+		}
 		return nil, fmt.Errorf("open net wall: parent: %w", err)
 	}
 	if n.rootID, err = bpf.CgroupID(root); err != nil {
 		return nil, fmt.Errorf("open net wall: cgroup2 root: %w", err)
 	}
-	n.dir = filepath.Join(pinRoot, fmt.Sprintf("net-%s-%d", netVersion(), n.parentID))
+	n.dir = filepath.Join(pinRoot, fmt.Sprintf("%s-%d", WallID(), n.parentID))
 
 	// Warm path, without the lock: every pin there and every link attached.
 	if err := n.openPinned(false); err == nil {
-		pin.SweepOthers(pinRoot, "net-", filepath.Base(n.dir))
+		n.sweep(pinRoot)
 		return n, nil
 	}
 
@@ -120,11 +141,20 @@ func Open(parentCgroup string, opts *Options) (*Wall, error) {
 		return nil, fmt.Errorf("open net wall: %w", err)
 	}
 	defer lock.Unlock()
+	// Under the lock no other sbx removes the parent (removeUnusedParents
+	// runs under it), but one may have done so before: then the parent is
+	// gone, or a new cgroup took its path, and programs loaded for the id
+	// read above would not see the runs created there.
+	if id, err := bpf.CgroupID(parent); err != nil || id != n.parentID {
+		return nil, fmt.Errorf("open net wall: parent cgroup %s: %w", parent, ErrParentGone)
+	}
 	// Another process may have finished loading meanwhile; a detached link
 	// is re-attached here.
 	err = n.openPinned(true)
 	if err == nil {
-		_ = pin.RemoveOthers(pinRoot, "net-", filepath.Base(n.dir))
+		if pin.RemoveOthers(pinRoot, wallPrefix, filepath.Base(n.dir)) == nil {
+			n.removeUnusedParents(pinRoot)
+		}
 		return n, nil
 	}
 	if !errors.Is(err, errPins) {
@@ -265,7 +295,76 @@ func (n *Wall) removeStale(pinRoot string) error {
 	if err := pin.RemoveDir(n.dir); err != nil {
 		return err
 	}
-	return pin.RemoveOthers(pinRoot, "net-", filepath.Base(n.dir))
+	if err := pin.RemoveOthers(pinRoot, wallPrefix, filepath.Base(n.dir)); err != nil {
+		return err
+	}
+	n.removeUnusedParents(pinRoot)
+	return nil
+}
+
+// sweep is the warm open's garbage collection: when the pin root holds
+// another build's pins, or the parent has a sibling of another build, it
+// takes the pin lock and removes those nobody uses. A failure leaves them
+// for a later open and is not reported.
+func (n *Wall) sweep(pinRoot string) {
+	if !pin.HasOthers(pinRoot, wallPrefix, filepath.Base(n.dir)) && len(n.otherParents()) == 0 {
+		return
+	}
+	lock, err := pin.LockRoot(pinRoot)
+	if err != nil {
+		return
+	}
+	defer lock.Unlock()
+	if pin.RemoveOthers(pinRoot, wallPrefix, filepath.Base(n.dir)) == nil {
+		n.removeUnusedParents(pinRoot)
+	}
+}
+
+// otherParents lists the parent cgroups of other builds: the siblings of
+// this wall's parent named like a [WallID], when the parent itself is
+// named by this build's (sbx's layout, <cgroup2>/sbx/<WallID>; any other
+// parent, a test's, has no such siblings).
+func (n *Wall) otherParents() []string {
+	if filepath.Base(n.parent) != WallID() {
+		return nil
+	}
+	dir := filepath.Dir(n.parent)
+	if dir == n.root {
+		return nil // never at the cgroup2 root, whose cgroups are not sbx's
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), wallPrefix) && e.Name() != WallID() {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// removeUnusedParents removes the parent cgroup of every other build
+// whose pins are gone (none in pinRoot names it by its cgroup id, so no
+// program of it is pinned and no open handle uses it): what an older
+// build leaves once its last run ended and a later open removed its pins.
+// rmdir fails, and the cgroup stays, while a run cgroup is in it. Called
+// under the pin lock, after the unused pins are removed; a build that
+// created its parent but has not pinned its programs yet (it waits for
+// this lock) finds its parent gone and creates it again (see the runner).
+func (n *Wall) removeUnusedParents(pinRoot string) {
+	for _, p := range n.otherParents() {
+		id, err := bpf.CgroupID(p)
+		if err != nil {
+			continue
+		}
+		pinned := filepath.Join(pinRoot, fmt.Sprintf("%s-%d", filepath.Base(p), id))
+		if _, err := os.Lstat(pinned); err == nil || !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		_ = unix.Rmdir(p) // EBUSY while a run cgroup is in it: left alone
+	}
 }
 
 // load loads and verifies the programs, attaches and pins them. Called under
@@ -444,30 +543,51 @@ func (n *Wall) Events(cgroupID uint64) (*events.Reader, error) {
 	return events.NewReader(n.EventMaps(), cgroupID)
 }
 
-// ForeignSockCreate counts the cgroup/sock_create programs attached to the
-// parent cgroup other than this wall's: another sbx build's wall, attached
-// while runs of that build are alive. Each of them refuses every inet
-// socket of a run it does not know, so while one is attached, a run of this
-// build gets none of its exceptions (loopback, proxy, host network).
-func (n *Wall) ForeignSockCreate() (int, error) {
+// ForeignSockCreate returns the nearest cgroup, from the parent up to (not
+// including) the cgroup2 root, that has a cgroup/sock_create program
+// attached other than this wall's, or "" if there is none. Such a program
+// is another wall that applies to this wall's runs too: an sbx build from
+// before per-build parents attached its wall to the shared sbx cgroup
+// itself, the parent of every build's parent, and a wall of this build
+// whose pins were replaced may still be attached to the parent while a run
+// holds it. Each refuses every inet socket of a run it does not know, so
+// while one is attached, a run of this build gets none of its exceptions
+// (loopback, proxy, host network). Another build's wall on its own parent
+// (a sibling) is not counted: it never sees this wall's runs.
+func (n *Wall) ForeignSockCreate() (string, error) {
 	info, err := n.links[0].Info() // netProgs[0] is sock_create
 	if err != nil {
-		return 0, fmt.Errorf("query own sock_create link: %w", err)
+		return "", fmt.Errorf("query own sock_create link: %w", err)
 	}
-	f, err := os.Open(n.parent)
+	for dir := n.parent; dir != n.root && len(dir) > len(n.root); dir = filepath.Dir(dir) {
+		progs, err := attachedSockCreate(dir)
+		if err != nil {
+			return "", err
+		}
+		for _, id := range progs {
+			if id != info.Program {
+				return dir, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// attachedSockCreate lists the cgroup/sock_create programs attached to the
+// cgroup dir itself.
+func attachedSockCreate(dir string) ([]ebpf.ProgramID, error) {
+	f, err := os.Open(dir)
 	if err != nil {
-		return 0, fmt.Errorf("query parent cgroup: %w", err)
+		return nil, fmt.Errorf("query cgroup %s: %w", dir, err)
 	}
 	defer f.Close()
 	res, err := link.QueryPrograms(link.QueryOptions{Target: int(f.Fd()), Attach: ebpf.AttachCGroupInetSockCreate})
 	if err != nil {
-		return 0, fmt.Errorf("query parent cgroup programs: %w", err)
+		return nil, fmt.Errorf("query programs of cgroup %s: %w", dir, err)
 	}
-	others := 0
+	ids := make([]ebpf.ProgramID, 0, len(res.Programs))
 	for _, p := range res.Programs {
-		if p.ID != info.Program {
-			others++
-		}
+		ids = append(ids, p.ID)
 	}
-	return others, nil
+	return ids, nil
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
 const python = "/usr/bin/python3"
@@ -150,7 +152,7 @@ func TestCgroupLimits(t *testing.T) {
 				return
 			}
 			got := map[string]string{}
-			cgroup2 := filepath.Join(cgroupRoot, "sbx", id)
+			cgroup2 := filepath.Join(cgroupRoot, rootCgroup(id))
 			if rootless() {
 				cgroup2 = filepath.Join(asUser.delegated, "sbx", id)
 			}
@@ -164,10 +166,10 @@ func TestCgroupLimits(t *testing.T) {
 					t.Errorf("cpu.max = %q, want %q", got["cpu"], want)
 				}
 			} else {
-				got["cpu"] = readTrim(t, filepath.Join(cgroupRoot, "cpu", "sbx", id, "cpu.cfs_quota_us"))
-				got["period"] = readTrim(t, filepath.Join(cgroupRoot, "cpu", "sbx", id, "cpu.cfs_period_us"))
-				got["memory"] = readTrim(t, filepath.Join(cgroupRoot, "memory", "sbx", id, "memory.limit_in_bytes"))
-				got["pids"] = readTrim(t, filepath.Join(cgroupRoot, "pids", "sbx", id, "pids.max"))
+				got["cpu"] = readTrim(t, filepath.Join(cgroupRoot, "cpu", rootCgroup(id), "cpu.cfs_quota_us"))
+				got["period"] = readTrim(t, filepath.Join(cgroupRoot, "cpu", rootCgroup(id), "cpu.cfs_period_us"))
+				got["memory"] = readTrim(t, filepath.Join(cgroupRoot, "memory", rootCgroup(id), "memory.limit_in_bytes"))
+				got["pids"] = readTrim(t, filepath.Join(cgroupRoot, "pids", rootCgroup(id), "pids.max"))
 				if got["cpu"] != c.quota || got["period"] != "100000" {
 					t.Errorf("cpu.cfs_quota_us/period = %s/%s, want %s/100000", got["cpu"], got["period"], c.quota)
 				}
@@ -212,11 +214,7 @@ func checkRlimits(t *testing.T, p *proc, id, memory, pids string) {
 	} else if in, err := os.ReadFile("/proc/" + strconv.Itoa(sleeper) + "/cgroup"); err != nil || string(in) != string(own) {
 		t.Errorf("the program's cgroups %q (%v), want sbx's own %q", in, err, own)
 	}
-	cg, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sbx", id))
-	if _, err := os.Lstat(filepath.Join(cgroupRoot, "sbx", id)); err == nil {
-		cg = append(cg, filepath.Join(cgroupRoot, "sbx", id))
-	}
-	if len(cg) > 0 {
+	if cg := sandboxCgroups(sandbox.CgroupParent, id); len(cg) > 0 {
 		t.Errorf("a rootless sandbox without a delegated cgroup made cgroups: %q", cg)
 	}
 	// Control: the host's own limits are not the sandbox's.

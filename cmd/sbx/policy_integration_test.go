@@ -37,6 +37,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/tracer"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/runner"
+	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
 // probeSrc is the probe; python (limits_integration_test.go) runs it on
@@ -1050,9 +1051,13 @@ func TestCanarySabotage(t *testing.T) {
 				// (sbx itself never makes one): rmdir fails, harmlessly,
 				// while another run still uses it.
 				t.Cleanup(func() {
-					parents, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sbx-sabotaged"))
-					for _, p := range parents {
-						_ = os.Remove(p)
+					var dirs []string
+					for _, pattern := range []string{"*/sbx-sabotaged/*", "sbx-sabotaged/*", "*/sbx-sabotaged", "sbx-sabotaged"} {
+						m, _ := filepath.Glob(filepath.Join(cgroupRoot, pattern))
+						dirs = append(dirs, m...)
+					}
+					for _, p := range dirs { // wall groups before their parents
+						_ = unix.Rmdir(p) // cgroup files are not directories: ENOTDIR
 					}
 				})
 			}
@@ -1067,7 +1072,7 @@ func TestCanarySabotage(t *testing.T) {
 			r := p.wait()
 			for _, id := range r.ids {
 				// The netwall sabotage moves the run's cgroups aside.
-				if cg, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sbx-sabotaged", id)); len(cg) > 0 {
+				if cg := sandboxCgroups(sandbox.CgroupParent+"-sabotaged", id); len(cg) > 0 {
 					t.Errorf("sandbox %s left behind: %s", id, strings.Join(cg, ", "))
 				}
 			}

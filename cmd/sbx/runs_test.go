@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/bpf/netwall"
+	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
 // runRecord is one run directory sbx created, with the sbx process that
@@ -186,6 +189,29 @@ func exists(p string) bool {
 	return err == nil
 }
 
+// rootCgroup is the cgroup of root's sandbox id relative to a hierarchy's
+// root: in the wall group of the sbx build under test (the test binary's
+// tree is sbx's, so its network wall is the same build).
+func rootCgroup(id string) string {
+	return filepath.Join(sandbox.CgroupParent, netwall.WallID(), id)
+}
+
+// sandboxCgroups lists the cgroup directories of sandbox id in every
+// hierarchy: below /sys/fs/cgroup itself (cgroup2 only) and each of its
+// hierarchies (v1 controllers, unified), directly below sbx (rootless
+// runs without a delegated cgroup, when cgroupfs lets them, and sbx
+// builds before wall groups) and in any build's wall group.
+func sandboxCgroups(parent, id string) []string {
+	var found []string
+	for _, rel := range []string{filepath.Join(parent, id), filepath.Join(parent, sandbox.WallGroupPrefix+"*", id)} {
+		for _, pattern := range []string{filepath.Join(cgroupRoot, rel), filepath.Join(cgroupRoot, "*", rel)} {
+			m, _ := filepath.Glob(pattern)
+			found = append(found, m...)
+		}
+	}
+	return found
+}
+
 // leftovers lists what remains on the host of sandbox id: its run dir,
 // libcontainer state, cgroup directories in every hierarchy (and, for a
 // rootless run, in the user's delegated subtree; without one a rootless
@@ -195,14 +221,12 @@ func leftovers(id string) []string {
 	for _, p := range []string{
 		filepath.Join(stateRoot, "run", id),
 		filepath.Join(stateRoot, "lc", id),
-		filepath.Join(cgroupRoot, "sbx", id), // cgroup2-only host
 	} {
 		if exists(p) {
 			found = append(found, p)
 		}
 	}
-	cg, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sbx", id)) // v1 controllers, unified
-	found = append(found, cg...)
+	found = append(found, sandboxCgroups(sandbox.CgroupParent, id)...)
 	if rootless() && asUser.delegated != "" {
 		// The user's sandboxes' cgroups lie in its delegated subtree
 		// (and nowhere else: the checks above find none of them).
