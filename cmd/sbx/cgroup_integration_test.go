@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/internal/runid"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -41,7 +42,13 @@ func TestRunCgroupInWallGroup(t *testing.T) {
 	}
 	unused := mkdir(filepath.Join(parent, uniqueName(t, sandbox.WallGroupPrefix+"unused")))
 	busy := mkdir(filepath.Join(parent, uniqueName(t, sandbox.WallGroupPrefix+"busy")))
-	busyRun := mkdir(filepath.Join(busy, "0123456789abcdef"))
+	// A run id of its own: a fixed one could be another test's, whose
+	// teardown removes that id's cgroups in every wall group.
+	busyID, err := runid.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	busyRun := mkdir(filepath.Join(busy, busyID))
 
 	b := newBox(t)
 	p := b.start(opts{}, "run", "--net", "none", "--timeout", "5s", "--", "sh", "-c", "echo ready; exec sleep 30")
