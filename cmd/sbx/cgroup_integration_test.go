@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,6 +50,16 @@ func TestRunCgroupInWallGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	busyRun := mkdir(filepath.Join(busy, busyID))
+	// A live process in it, as a run has (an empty run cgroup is any
+	// sweep's to remove).
+	sleeper0 := exec.Command("sleep", "60")
+	if err := sleeper0.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper0.Process.Kill(); _ = sleeper0.Wait() })
+	if err := os.WriteFile(filepath.Join(busyRun, "cgroup.procs"), []byte(strconv.Itoa(sleeper0.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	b := newBox(t)
 	p := b.start(opts{}, "run", "--net", "none", "--timeout", "5s", "--", "sh", "-c", "echo ready; exec sleep 30")
