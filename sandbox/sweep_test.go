@@ -30,11 +30,20 @@ func TestSweepCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(group) })
+	// A wall group with no run in it: its one child is not a run's
+	// cgroup, which keeps the network wall of a concurrent sbx run from
+	// removing it as another build's unused group (netwall) while this
+	// test looks; the sweep must leave it alone either way.
 	emptyGroup := filepath.Join(parent, WallGroupPrefix+"5ca1ab1e5ca1ab1f")
 	if err := os.Mkdir(emptyGroup, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(emptyGroup) })
+	keep := filepath.Join(emptyGroup, "keep")
+	if err := os.Mkdir(keep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(keep) })
 	mk := func(id string, age time.Duration) string {
 		d := filepath.Join(parent, filepath.FromSlash(id))
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -75,8 +84,8 @@ func TestSweepCgroups(t *testing.T) {
 	if !isDir(young) || !isDir(busy) || !isDir(groupYoung) {
 		t.Errorf("a young or busy cgroup was removed: young %v busy %v young in a wall group %v", isDir(young), isDir(busy), isDir(groupYoung))
 	}
-	if !isDir(group) || !isDir(emptyGroup) {
-		t.Errorf("a wall group was removed: %v, the empty one %v", isDir(group), isDir(emptyGroup))
+	if !isDir(group) || !isDir(emptyGroup) || !isDir(keep) {
+		t.Errorf("a wall group was removed: %v, the one without runs %v (its child %v)", isDir(group), isDir(emptyGroup), isDir(keep))
 	}
 }
 

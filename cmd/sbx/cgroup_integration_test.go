@@ -25,6 +25,10 @@ func TestRunCgroupInWallGroup(t *testing.T) {
 		t.Skip("root runs only: a rootless run has no network wall (its cgroup is the user's delegated one)")
 	}
 	needRootTier(t, "bpf-wall")
+	// First: newBox pauses a parallel test until the serial ones are
+	// done, and the fixtures below must not wait that long (any sbx's
+	// sweep may take what looks stale by then).
+	b := newBox(t)
 	mnt, err := sandbox.Cgroup2Mount()
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +65,6 @@ func TestRunCgroupInWallGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := newBox(t)
 	p := b.start(opts{}, "run", "--net", "none", "--timeout", "5s", "--", "sh", "-c", "echo ready; exec sleep 30")
 	p.waitLine("ready")
 	ids, err := runs.ids(p.cmd.Process.Pid, p.start, 5*time.Second)
