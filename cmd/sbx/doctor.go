@@ -42,22 +42,11 @@ func cmdDoctor(args []string, s streams) int {
 	var (
 		tier     = "auto"
 		apparmor bool
-		help     bool
 	)
 	fs.StringVar(&tier, "policy", tier, "`TIER` decide and run the canary as sbx run --policy TIER would: auto, landlock or bpf")
 	fs.BoolVar(&apparmor, "apparmor-profile", false, "print the AppArmor profile that lets this sbx binary create user namespaces (Ubuntu 23.10+), to install as /etc/apparmor.d/sbx")
-	fs.BoolVar(&help, "help", false, "")
-	fs.BoolVar(&help, "h", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(s.out, doctorUsage(fs))
-			return 0
-		}
-		return fail(s, fmt.Errorf("doctor: %w (see sbx doctor --help)", flagError(fs, err)))
-	}
-	if help {
-		fmt.Fprint(s.out, doctorUsage(fs))
-		return 0
+	if code, done := parseCommand(s, "doctor", fs, args, doctorUsage); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		return fail(s, fmt.Errorf("doctor: unexpected argument %q (see sbx doctor --help)", fs.Arg(0)))

@@ -57,20 +57,9 @@ func execUsage(fs *flag.FlagSet) string { return execUsageText + "\n" + flagHelp
 func cmdExec(args []string, s streams) int {
 	fs := newFlagSet("exec")
 	var reqFile string
-	var help bool
 	fs.StringVar(&reqFile, "request", "", "`FILE` read the request from FILE instead of stdin")
-	fs.BoolVar(&help, "help", false, "")
-	fs.BoolVar(&help, "h", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(s.out, execUsage(fs))
-			return 0
-		}
-		return fail(s, fmt.Errorf("exec: %w (see sbx exec --help)", flagError(fs, err)))
-	}
-	if help {
-		fmt.Fprint(s.out, execUsage(fs))
-		return 0
+	if code, done := parseCommand(s, "exec", fs, args, execUsage); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		return fail(s, fmt.Errorf("exec: unexpected argument %q: the command goes in the JSON request", fs.Arg(0)))

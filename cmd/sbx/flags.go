@@ -290,3 +290,22 @@ func editDistance(a, b string) int {
 	}
 	return d[len(a)][len(b)]
 }
+
+// parseCommand registers -h and --help on fs, parses the command's args
+// and prints usage(fs) for a help request. done says the command ends
+// here, with code: 0 after the help, 125 for a usage error (said on stderr
+// in sbx's form, with a pointer to the help).
+func parseCommand(s streams, name string, fs *flag.FlagSet, args []string, usage func(*flag.FlagSet) string) (code int, done bool) {
+	var help bool
+	fs.BoolVar(&help, "help", false, "")
+	fs.BoolVar(&help, "h", false, "")
+	err := fs.Parse(args)
+	if help || errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(s.out, usage(fs))
+		return 0, true
+	}
+	if err != nil {
+		return fail(s, fmt.Errorf("%s: %w (see sbx %s --help)", name, flagError(fs, err), name)), true
+	}
+	return 0, false
+}

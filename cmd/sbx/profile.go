@@ -24,15 +24,8 @@ the arguments it puts after the command's name.
 
 func cmdProfile(args []string, s streams) int {
 	fs := newFlagSet("profile")
-	var help bool
-	fs.BoolVar(&help, "help", false, "")
-	fs.BoolVar(&help, "h", false, "")
-	if err := fs.Parse(args); err != nil || help {
-		if help || errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(s.out, profileUsage)
-			return 0
-		}
-		return fail(s, fmt.Errorf("profile: %v (see sbx profile --help)", err))
+	if code, done := parseCommand(s, "profile", fs, args, func(*flag.FlagSet) string { return profileUsage }); done {
+		return code
 	}
 	args = fs.Args()
 	env, err := newProfileEnv(s, "")

@@ -79,7 +79,6 @@ func cmdRun(args []string, s streams) int {
 		allowHosts  listFlag
 		publish     listFlag
 		netMode     = "loopback"
-		help        bool
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "`DIR` directory to work in (default: the current directory); the program starts in the current directory if it lies inside the workspace, else at the workspace root")
 	fs.BoolVar(&o.Write, "write", false, "make the workspace writable, except the entries that run later outside the sandbox, which stay read-only: .git, .gitmodules, .sbx*, .envrc, .vscode, .idea, .mcp.json, shell rc files (open one with --rw PATH, e.g. --rw .git to commit from inside)")
@@ -100,21 +99,11 @@ func cmdRun(args []string, s streams) int {
 	fs.Var(&publish, "publish", "`[ADDR:]PORT[:SANDBOX_PORT]` forward this machine's ADDR:PORT (ADDR 127.0.0.1 unless given, [::1] in brackets) to the sandbox's loopback at SANDBOX_PORT (PORT unless given), as docker run -p: a dev server or a login callback the program serves (repeatable; --net loopback only)")
 	// Fitting the host (issue 18): see runner/discover.go.
 	fs.BoolVar(&o.NoDiscover, "no-discover", false, "do not show a command that is missing in the sandbox but installed on the host (nvm, npm --prefix, ~/.local/bin, ~/.bun/bin): by default sbx shows its installation read-only and says so")
-	fs.BoolVar(&help, "help", false, "")
-	fs.BoolVar(&help, "h", false, "")
 	// Profiles, the config file, srt settings, masks, --quiet (#18, #20).
 	var pf profileFlags
 	pf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(s.out, runUsage(fs))
-			return 0
-		}
-		return fail(s, fmt.Errorf("run: %w (see sbx run --help)", flagError(fs, err)))
-	}
-	if help {
-		fmt.Fprint(s.out, runUsage(fs))
-		return 0
+	if code, done := parseCommand(s, "run", fs, args, runUsage); done {
+		return code
 	}
 	o.Args = fs.Args()
 	if len(o.Args) == 0 {
