@@ -238,12 +238,12 @@ func TestReporterNetQuietAndHint(t *testing.T) {
 		{"probes only", []events.Event{udpProbe, uring}, nil, 2},
 		{"connect", []events.Event{udpProbe, tcp, tcp}, []string{
 			"sbx: denied connect 192.0.2.1:443 (7 curl)",
-			"sbx: to let the program reach 192.0.2.1:443, run sbx with --allow-host 192.0.2.1:443 (through sbx's proxy, for programs that honour HTTPS_PROXY)",
+			"sbx: to let the program reach 192.0.2.1:443, run sbx with --allow-host 192.0.2.1:443",
 			"sbx: 2 operation(s) denied in all (1 distinct); 1 routine probe(s) refused quietly",
 		}, 3},
 		{"udp send, one hint", []events.Event{udpSend, tcp}, []string{
 			"sbx: denied sendmsg 192.0.2.1:53 (7 dig)",
-			"sbx: to let the program reach 192.0.2.1:53, run sbx with --allow-host 192.0.2.1:53 (through sbx's proxy, for programs that honour HTTPS_PROXY)",
+			"sbx: to let the program reach 192.0.2.1:53: --allow-host 192.0.2.1:53 opens TCP to it; datagrams beyond the sandbox's loopback stay refused",
 			"sbx: denied connect 192.0.2.1:443 (7 curl)",
 		}, 2},
 		{"--net none", []events.Event{noInet}, []string{

@@ -296,9 +296,12 @@ func netHint(v gate.Violation) string {
 	case v.Op == "socket" && strings.HasPrefix(v.Target, "AF_INET"):
 		return "sbx: the program has no network (--net none); --net loopback gives it its own loopback, --allow-host HOST[:PORT] a host through sbx's proxy\n"
 	case v.Op == "resolve":
-		return fmt.Sprintf("sbx: the sandbox has no DNS; to let the program reach %s, run sbx with --allow-host %s[:PORT] (through sbx's proxy, for programs that honour HTTPS_PROXY)\n", v.Target, v.Target)
-	case v.Op == "connect" || v.Op == "sendmsg":
-		return fmt.Sprintf("sbx: to let the program reach %s, run sbx with --allow-host %s (through sbx's proxy, for programs that honour HTTPS_PROXY)\n", v.Target, v.Target)
+		return fmt.Sprintf("sbx: the sandbox has no DNS; to let the program reach %s, run sbx with --allow-host %s[:PORT]\n", v.Target, v.Target)
+	case v.Op == "connect":
+		return fmt.Sprintf("sbx: to let the program reach %s, run sbx with --allow-host %s\n", v.Target, v.Target)
+	case v.Op == "sendmsg":
+		// sbx's proxy and forwarders carry TCP streams, not datagrams.
+		return fmt.Sprintf("sbx: to let the program reach %s: --allow-host %s opens TCP to it; datagrams beyond the sandbox's loopback stay refused\n", v.Target, v.Target)
 	}
 	return ""
 }
