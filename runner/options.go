@@ -309,6 +309,15 @@ type invoker struct {
 	home     string
 }
 
+// InvokerCred is the file-system identity of the user sbx acts for (under
+// sudo, SUDO_UID's, with the passwd entry's groups): what files the user
+// names on the command line are opened with, as a run's host file
+// operations are.
+func InvokerCred() hostfs.Cred {
+	who := currentInvoker(os.LookupEnv)
+	return hostfs.LookupCred(who.uid, who.gid)
+}
+
 // currentInvoker returns the user a run is for, from the process's ids and
 // (as root) sudo's variables; a uid without a passwd entry gets a home
 // under /tmp.

@@ -66,7 +66,7 @@ func cmdExec(args []string, s streams) int {
 	}
 	var in io.Reader = s.in
 	if reqFile != "" {
-		f, err := openUserFile(invoker(), reqFile, os.O_RDONLY, 0)
+		f, err := openUserFile(runner.InvokerCred(), reqFile, os.O_RDONLY, 0)
 		if err != nil {
 			return fail(s, fmt.Errorf("exec: --request: %w", err))
 		}

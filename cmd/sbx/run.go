@@ -161,7 +161,7 @@ func cmdRun(args []string, s streams) int {
 		// With the user's rights, never through a symlink (the file may
 		// lie in the workspace, where an earlier run's program could
 		// have put one in its place).
-		who := invoker()
+		who := runner.InvokerCred()
 		f, err := openUserFile(who, violations, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if err == nil {
 			createdViolations = f

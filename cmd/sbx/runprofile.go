@@ -8,7 +8,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,7 +47,6 @@ func (pf *profileFlags) register(fs *flag.FlagSet) {
 type profileEnv struct {
 	s         streams
 	home      string
-	uid       int
 	cwd       string
 	workspace string // resolved; "" when unknown
 	config    string // the config file's path
@@ -58,7 +56,7 @@ type profileEnv struct {
 }
 
 func newProfileEnv(s streams, workspace string) (*profileEnv, error) {
-	e := &profileEnv{s: s, uid: os.Getuid()}
+	e := &profileEnv{s: s, cred: runner.InvokerCred()}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("working directory: %w", err)
@@ -66,9 +64,7 @@ func newProfileEnv(s streams, workspace string) (*profileEnv, error) {
 	e.cwd = cwd
 	sudoUID, sudo := os.LookupEnv("SUDO_UID")
 	xdg := os.Getenv("XDG_CONFIG_HOME")
-	e.cred = invoker()
 	if sudo && os.Getuid() == 0 {
-		e.uid, _ = strconv.Atoi(sudoUID)
 		if u, err := user.LookupId(sudoUID); err == nil {
 			e.home = u.HomeDir
 		}
@@ -134,7 +130,7 @@ func (e *profileEnv) loadConfig() (configFile, error) {
 		return configFile{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st == nil || (int(st.Uid) != e.uid && st.Uid != 0) || fi.Mode().Perm()&0o022 != 0 {
+	if st == nil || (int(st.Uid) != e.cred.UID && st.Uid != 0) || fi.Mode().Perm()&0o022 != 0 {
 		return configFile{}, fmt.Errorf("config %s: not a regular file of yours, writable only by you (not reading it)", path)
 	}
 	return config.Read(path, f)
