@@ -203,10 +203,7 @@ func RunShim(args []string) int {
 	for {
 		select {
 		case s := <-sigs:
-			// The group first (a shell's children too); the program
-			// itself in case it left its group.
-			_ = unix.Kill(-pid, s.(unix.Signal))
-			_ = unix.Kill(pid, s.(unix.Signal))
+			forward(pid, s.(unix.Signal))
 		case code := <-done:
 			return code
 		case <-orphaned:
@@ -214,6 +211,17 @@ func RunShim(args []string) int {
 			fmt.Fprintln(os.Stderr, "sbx: supervisor died: ending the sandbox")
 			return 128 + int(unix.SIGKILL)
 		}
+	}
+}
+
+// forward passes sig to the program's process group (a shell's children
+// too) and to the program itself if it has left that group. It is sent to
+// the program once: a second copy could arrive after the program has
+// handled the first, and a trap would then run twice.
+func forward(pid int, sig unix.Signal) {
+	groupErr := unix.Kill(-pid, sig)
+	if pgid, err := unix.Getpgid(pid); groupErr != nil || (err == nil && pgid != pid) {
+		_ = unix.Kill(pid, sig)
 	}
 }
 

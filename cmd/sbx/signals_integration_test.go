@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os/exec"
 	"strings"
@@ -52,6 +53,61 @@ func TestSignalsForwarded(t *testing.T) {
 			}
 			if r.elapsed > 20*time.Second {
 				t.Errorf("SIG%s: sleep 30 ran to its end (%v)", c.name, r.elapsed)
+			}
+		})
+	}
+}
+
+// TestSignalsForwardedOnce: each signal sent to sbx reaches the program
+// exactly once, whether the program is the leader of its process group
+// (as sbx starts it) or has moved to another group. The program counts
+// SIGUSR1s with a handler and prints the count on SIGTERM; a copy sent
+// to the group and another to the program would be counted twice
+// whenever the program handled the first before the second arrived.
+func TestSignalsForwardedOnce(t *testing.T) {
+	b := newBox(t)
+	const sends = 20
+	prog := `import os, signal, sys, time
+n = 0
+def usr1(*_):
+    global n
+    n += 1
+def term(*_):
+    print("count", n, flush=True)
+    sys.exit(3)
+signal.signal(signal.SIGUSR1, usr1)
+signal.signal(signal.SIGTERM, term)
+if sys.argv[1] == "leave":
+    # A child leads a group of its own and the program joins it: the
+    # program's own group is then empty.
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.setpgid(0, 0)
+        os.write(w, b"x")
+        time.sleep(60)
+        os._exit(0)
+    os.read(r, 1)
+    os.setpgid(0, child)
+    assert os.getpgid(0) != os.getpid()
+print("ready", flush=True)
+while True:
+    time.sleep(0.01)
+`
+	for _, mode := range []string{"group", "leave"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			b := b.in(t)
+			p := b.start(opts{timeout: 30 * time.Second}, "run", "--", "python3", "-c", prog, mode)
+			p.waitLine("ready")
+			for range sends {
+				p.signal(syscall.SIGUSR1)
+				time.Sleep(50 * time.Millisecond)
+			}
+			p.signal(syscall.SIGTERM)
+			r := p.wait()
+			if want := fmt.Sprintf("ready\ncount %d\n", sends); r.code != 3 || r.stdout != want {
+				t.Errorf("%d SIGUSR1s, then SIGTERM: want exit 3 and %q\n%v", sends, want, r)
 			}
 		})
 	}
