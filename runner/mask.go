@@ -28,8 +28,8 @@ import (
 //   - Landlock cannot: its rules only add access below an allowed
 //     directory, so a path inside the workspace is covered by the mount
 //     level alone there; that is why the mount level also masks every
-//     other name (hard link) of a masked file in the trees the sandbox
-//     shows (maskLinks).
+//     other name (hard link) of a masked file, or of a file inside a
+//     masked directory, in the trees the sandbox shows (maskLinks).
 //
 // A mask of a path the sandbox does not show (outside the workspace, the
 // --ro/--rw paths and the system directories; the real home is never
@@ -108,7 +108,7 @@ func (o *Options) hiddenPaths() ([]sandbox.Hidden, error) {
 // sandbox shows (maskLinks).
 func (o *Options) hiddenPathsWith(lim walkLimits) ([]sandbox.Hidden, error) {
 	var out []sandbox.Hidden
-	var files []string
+	var shown []string
 	for _, p := range o.masks {
 		if !o.visible(p) {
 			continue
@@ -118,11 +118,9 @@ func (o *Options) hiddenPathsWith(lim walkLimits) ([]sandbox.Hidden, error) {
 			return nil, fmt.Errorf("--mask %s: %w", p, err)
 		}
 		out = append(out, sandbox.Hidden{Path: p, Dir: fi.IsDir()})
-		if !fi.IsDir() {
-			files = append(files, p)
-		}
+		shown = append(shown, p)
 	}
-	links, err := o.maskLinks(files, lim)
+	links, err := o.maskLinks(shown, lim)
 	if err != nil {
 		return nil, err
 	}

@@ -12,69 +12,46 @@ import (
 // maskLinks returns the other names, in the trees the sandbox shows from
 // the host at their own paths and that a user may fill (the workspace, the
 // --ro and --rw directories), of the masked regular files that have more
-// than one name. A mask is a mount over a path, not over a file: a hard
-// link made before the run elsewhere in the workspace would show the file.
-// The BPF LSM tier denies the file itself, but Landlock cannot, and a
+// than one name: each masked file, and each file inside a masked
+// directory. A mask is a mount over a path, not over a file: a hard link
+// made before the run elsewhere in the workspace would show the file. The
+// BPF LSM tier denies a masked file itself, but Landlock cannot, and a
 // rootless run has neither, so every name found gets a mask of its own.
 //
-// The search reads directories only (getdents gives each entry's inode
-// number; a match is confirmed with lstat), stops as soon as every name of
+// The search reads directories (getdents gives each entry's inode number;
+// a match is confirmed with lstat; inside masked directories each regular
+// file is lstat'ed for its link count), stops as soon as every name of
 // every such file is known, and is bounded as the protected-entry walk is
 // (lim): a search that does not end refuses the run, since a name left
 // unmasked would show the file. Names outside these trees (the host's other
 // directories) are not shown in the sandbox and need none. Call it with the
 // invoking user's rights (the workspace is the program's to change).
-func (o *Options) maskLinks(files []string, lim walkLimits) ([]string, error) {
-	type want struct {
-		path string
-		left int // names not found yet
-	}
-	wanted := map[fileID]*want{}
-	byIno := map[uint64]bool{}
-	for _, p := range files {
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return nil, fmt.Errorf("--mask %s: %w", p, err)
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
-			continue
-		}
-		id := fileID{uint64(st.Dev), st.Ino}
-		if w, ok := wanted[id]; ok {
-			w.left-- // two masks name the same file
-			continue
-		}
-		wanted[id] = &want{path: p, left: int(st.Nlink) - 1}
-		byIno[st.Ino] = true
-	}
-	if len(wanted) == 0 {
-		return nil, nil
-	}
+func (o *Options) maskLinks(masks []string, lim walkLimits) ([]string, error) {
 	masked := map[string]bool{} // every mask, files and directories
-	for _, p := range append(slices.Clone(o.masks), files...) {
+	for _, p := range masks {
 		masked[p] = true
 	}
+	s := &linkSearch{lim: lim, deadline: time.Now().Add(lim.time), buf: make([]byte, 32<<10), masked: masked, wanted: map[fileID]*linkedFile{}, byIno: map[uint64]bool{}}
+	for _, p := range masks {
+		if err := s.collect(p); err != nil {
+			return nil, err
+		}
+	}
 	pending := 0
-	for _, w := range wanted {
+	for _, w := range s.wanted {
 		if w.left > 0 {
 			pending++
 		}
 	}
-	roots := o.linkRoots()
 	var found []string
-	deadline := time.Now().Add(lim.time)
-	dirs := 0
-	buf := make([]byte, 32<<10)
-	var ents []dirent
-	for _, root := range roots {
+	for _, root := range o.linkRoots() {
 		queue := []string{root}
 		for len(queue) > 0 && pending > 0 {
 			dir := queue[0]
 			queue = queue[1:]
-			dirs++
-			if dirs > lim.dirs || time.Now().After(deadline) {
+			if !s.budget() {
 				var left []string
-				for _, w := range wanted {
+				for _, w := range s.wanted {
 					if w.left > 0 {
 						left = append(left, w.path)
 					}
@@ -83,13 +60,13 @@ func (o *Options) maskLinks(files []string, lim walkLimits) ([]string, error) {
 				return nil, fmt.Errorf("--mask %s: the file has other names (hard links), which its mask does not hide; searching the workspace and the --ro/--rw trees for them read more than %d directories, or took more than %s; mask each name, or narrow --workspace", left[0], lim.dirs, lim.time)
 			}
 			var err error
-			ents, err = readDir(dir, buf, ents)
+			s.ents, err = readDir(dir, s.buf, s.ents)
 			if err != nil {
 				// A directory the user cannot read holds nothing the
 				// program could open by a name found there.
 				continue
 			}
-			for _, e := range ents {
+			for _, e := range s.ents {
 				p := filepath.Join(dir, e.name)
 				if e.dir {
 					if !masked[p] { // a masked directory hides its names
@@ -97,14 +74,14 @@ func (o *Options) maskLinks(files []string, lim walkLimits) ([]string, error) {
 					}
 					continue
 				}
-				if !byIno[e.ino] || masked[p] {
+				if !s.byIno[e.ino] || masked[p] {
 					continue
 				}
 				var st unix.Stat_t
 				if err := unix.Lstat(p, &st); err != nil {
 					continue
 				}
-				w, ok := wanted[fileID{uint64(st.Dev), st.Ino}]
+				w, ok := s.wanted[fileID{uint64(st.Dev), st.Ino}]
 				if !ok || w.left == 0 {
 					continue
 				}
@@ -118,6 +95,102 @@ func (o *Options) maskLinks(files []string, lim walkLimits) ([]string, error) {
 	}
 	slices.Sort(found)
 	return found, nil
+}
+
+// linkedFile is a masked file with more than one name: the first name
+// seen, and how many names are not known yet.
+type linkedFile struct {
+	path string
+	left int
+}
+
+// linkSearch is the state of one maskLinks search.
+type linkSearch struct {
+	lim      walkLimits
+	deadline time.Time
+	dirs     int // directories read so far
+	buf      []byte
+	ents     []dirent
+	masked   map[string]bool
+	wanted   map[fileID]*linkedFile
+	byIno    map[uint64]bool // the inode numbers of wanted, for getdents
+	counted  map[string]bool // the names inside masks already counted
+}
+
+// budget counts one more directory read and reports whether the search
+// is still within its limits.
+func (s *linkSearch) budget() bool {
+	s.dirs++
+	return s.dirs <= s.lim.dirs && time.Now().Before(s.deadline)
+}
+
+// collect records the regular files with more than one name that the mask
+// p hides: p itself, or every such file below the directory p (which is
+// read whole: its files' names need no mask of their own, but their other
+// names elsewhere do).
+func (s *linkSearch) collect(p string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return fmt.Errorf("--mask %s: %w", p, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		s.add(p, &st)
+		return nil
+	}
+	queue := []string{p}
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		if !s.budget() {
+			return fmt.Errorf("--mask %s: searching the masked directory for files with other names (hard links), which its mask would not hide, read more than %d directories, or took more than %s; mask a smaller directory", p, s.lim.dirs, s.lim.time)
+		}
+		var err error
+		s.ents, err = readDir(dir, s.buf, s.ents)
+		if err != nil {
+			// Unreadable as the user: the program, whose mask hides
+			// the directory anyway, could not link its files either.
+			continue
+		}
+		for _, e := range s.ents {
+			c := filepath.Join(dir, e.name)
+			if e.dir {
+				if !s.masked[c] { // walked as a mask of its own
+					queue = append(queue, c)
+				}
+				continue
+			}
+			if s.masked[c] {
+				continue // a masked file: collected as a mask of its own
+			}
+			var fst unix.Stat_t
+			if err := unix.Lstat(c, &fst); err == nil {
+				s.add(c, &fst)
+			}
+		}
+	}
+	return nil
+}
+
+// add records the hidden name p of the file st, if it is a regular file
+// with more than one name: one name fewer to find.
+func (s *linkSearch) add(p string, st *unix.Stat_t) {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+		return
+	}
+	if s.counted == nil {
+		s.counted = map[string]bool{}
+	}
+	if s.counted[p] {
+		return
+	}
+	s.counted[p] = true
+	id := fileID{uint64(st.Dev), st.Ino}
+	if w, ok := s.wanted[id]; ok {
+		w.left-- // two hidden names of the same file
+		return
+	}
+	s.wanted[id] = &linkedFile{path: p, left: int(st.Nlink) - 1}
+	s.byIno[st.Ino] = true
 }
 
 // linkRoots are the trees maskLinks searches: the workspace and the --ro

@@ -154,6 +154,63 @@ func TestMaskBound(t *testing.T) {
 	}
 }
 
+// TestMaskDirLinks: a file inside a masked directory whose other name lies
+// outside it gets that name masked; names that stay inside the masked
+// directory (or inside another mask) need none; a masked directory larger
+// than the search's limits refuses the run.
+func TestMaskDirLinks(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	for _, f := range []string{"keys/k", "keys/sub/inner", "keys/sub/alone", "pub/x", "vault/v"} {
+		p := filepath.Join(ws, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range [][2]string{
+		{"keys/k", "pub/k-link"},          // outside: masked
+		{"keys/k", "keys/sub/k-again"},    // inside the same mask
+		{"keys/sub/inner", "keys/inner2"}, // inside only: nothing to add
+		{"keys/sub/inner", "vault/inner"}, // inside another masked directory
+		{"vault/v", "pub/deep/v-link"},    // the second masked directory's
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, l[1])), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(filepath.Join(ws, l[0]), filepath.Join(ws, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := &Options{Masks: []string{ws + "/keys", ws + "/vault"}}
+	o.ws = ws
+	if err := o.resolveMaskPaths(ws); err != nil {
+		t.Fatal(err)
+	}
+	hidden, err := o.hiddenPaths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sandbox.Hidden{{Path: ws + "/keys", Dir: true}, {Path: ws + "/vault", Dir: true}, {Path: ws + "/pub/deep/v-link"}, {Path: ws + "/pub/k-link"}}
+	if !slices.Equal(hidden, want) {
+		t.Errorf("hiddenPaths = %+v\nwant %+v", hidden, want)
+	}
+	if _, err := o.hiddenPathsWith(walkLimits{dirs: 1, time: time.Minute}); err == nil || !strings.Contains(err.Error(), "masked directory") {
+		t.Errorf("a masked directory over the limits: %v, want a refusal", err)
+	}
+	// The control: without links leaving the masks nothing is added.
+	for _, l := range []string{"pub/k-link", "pub/deep/v-link"} {
+		if err := os.Remove(filepath.Join(ws, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hidden, err := o.hiddenPaths(); err != nil || len(hidden) != 2 {
+		t.Errorf("without links: %+v %v, want the two masks", hidden, err)
+	}
+}
+
 // TestMaskLinks: the other names (hard links) of a masked file in the
 // workspace and the --rw trees get masks of their own, found by inode;
 // names in a masked directory, a file with one name, a symlink and a

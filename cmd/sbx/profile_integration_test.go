@@ -78,7 +78,8 @@ func TestMaskFileAndDir(t *testing.T) {
 // elsewhere in the workspace, is masked too (the mount level hides a path,
 // not a file; Landlock cannot deny the file, and rootless there is no BPF
 // LSM tier): reading it fails with EACCES. The control reads the secret
-// through the link without --mask.
+// through the link without --mask. The same holds for a file inside a
+// masked directory, linked from outside it.
 func TestMaskHardLinks(t *testing.T) {
 	b := newBox(t)
 	writeFile(t, filepath.Join(b.ws, ".env"), "SECRET=1\n", 0o644)
@@ -96,6 +97,22 @@ func TestMaskHardLinks(t *testing.T) {
 	r := b.runOpts(env, "--no-profile", "--policy", "landlock", "--mask", ".env", "--", "sh", "-c", script)
 	if r.code != 0 || r.stdout != "cat=1\n" || !strings.Contains(r.stderr, "env.bak: Permission denied") {
 		t.Errorf("the hard link of a masked file: want EACCES\n%v", r)
+	}
+	// A file inside a masked directory, linked from outside it.
+	mkdir(t, filepath.Join(b.ws, "secrets", "api"))
+	writeFile(t, filepath.Join(b.ws, "secrets", "api", "key"), "KEY=2\n", 0o644)
+	if err := os.Link(filepath.Join(b.ws, "secrets", "api", "key"), filepath.Join(b.ws, "lib", "deep", "key.bak")); err != nil {
+		t.Fatal(err)
+	}
+	chownToUser(t, filepath.Join(b.ws, "secrets"), filepath.Join(b.ws, "secrets", "api"), filepath.Join(b.ws, "secrets", "api", "key"))
+	const dirScript = `cat lib/deep/key.bak; echo "cat=$?"`
+	control = b.runOpts(env, "--no-profile", "--policy", "landlock", "--", "sh", "-c", dirScript)
+	if control.code != 0 || control.stdout != "KEY=2\ncat=0\n" {
+		t.Fatalf("control without --mask secrets: %v", control)
+	}
+	r = b.runOpts(env, "--no-profile", "--policy", "landlock", "--mask", "secrets", "--", "sh", "-c", dirScript)
+	if r.code != 0 || r.stdout != "cat=1\n" || !strings.Contains(r.stderr, "key.bak: Permission denied") {
+		t.Errorf("the hard link of a file in a masked directory: want EACCES\n%v", r)
 	}
 }
 
