@@ -43,54 +43,41 @@ func (o *Options) maskLinks(masks []string, lim walkLimits) ([]string, error) {
 			pending++
 		}
 	}
+	if pending == 0 {
+		return nil, nil
+	}
 	var found []string
+	over := func() error {
+		var left []string
+		for _, w := range s.wanted {
+			if w.left > 0 {
+				left = append(left, w.path)
+			}
+		}
+		slices.Sort(left)
+		return fmt.Errorf("--mask %s: the file has other names (hard links), which its mask does not hide; searching the workspace and the --ro/--rw trees for them read more than %d directories, or took more than %s; mask each name, or narrow --workspace", left[0], lim.dirs, lim.time)
+	}
 	for _, root := range o.linkRoots() {
-		queue := []string{root}
-		for len(queue) > 0 && pending > 0 {
-			dir := queue[0]
-			queue = queue[1:]
-			if !s.budget() {
-				var left []string
-				for _, w := range s.wanted {
-					if w.left > 0 {
-						left = append(left, w.path)
-					}
-				}
-				slices.Sort(left)
-				return nil, fmt.Errorf("--mask %s: the file has other names (hard links), which its mask does not hide; searching the workspace and the --ro/--rw trees for them read more than %d directories, or took more than %s; mask each name, or narrow --workspace", left[0], lim.dirs, lim.time)
+		err := s.walk(root, func() bool { return pending == 0 }, func(p string, e dirent) {
+			if !s.byIno[e.ino] {
+				return
 			}
-			var err error
-			s.ents, err = readDir(dir, s.buf, s.ents)
-			if err != nil {
-				// A directory the user cannot read holds nothing the
-				// program could open by a name found there.
-				continue
+			var st unix.Stat_t
+			if err := unix.Lstat(p, &st); err != nil {
+				return
 			}
-			for _, e := range s.ents {
-				p := filepath.Join(dir, e.name)
-				if e.dir {
-					if !masked[p] { // a masked directory hides its names
-						queue = append(queue, p)
-					}
-					continue
-				}
-				if !s.byIno[e.ino] || masked[p] {
-					continue
-				}
-				var st unix.Stat_t
-				if err := unix.Lstat(p, &st); err != nil {
-					continue
-				}
-				w, ok := s.wanted[fileID{uint64(st.Dev), st.Ino}]
-				if !ok || w.left == 0 {
-					continue
-				}
-				found = append(found, p)
-				masked[p] = true
-				if w.left--; w.left == 0 {
-					pending--
-				}
+			w, ok := s.wanted[fileID{uint64(st.Dev), st.Ino}]
+			if !ok || w.left == 0 {
+				return
 			}
+			found = append(found, p)
+			masked[p] = true
+			if w.left--; w.left == 0 {
+				pending--
+			}
+		}, over)
+		if err != nil {
+			return nil, err
 		}
 	}
 	slices.Sort(found)
@@ -137,34 +124,43 @@ func (s *linkSearch) collect(p string) error {
 		s.add(p, &st)
 		return nil
 	}
-	queue := []string{p}
-	for len(queue) > 0 {
+	return s.walk(p, func() bool { return false }, func(c string, _ dirent) {
+		var fst unix.Stat_t
+		if err := unix.Lstat(c, &fst); err == nil {
+			s.add(c, &fst)
+		}
+	}, func() error {
+		return fmt.Errorf("--mask %s: searching the masked directory for files with other names (hard links), which its mask would not hide, read more than %d directories, or took more than %s; mask a smaller directory", p, s.lim.dirs, s.lim.time)
+	})
+}
+
+// walk reads the tree at root breadth first and calls file for each entry
+// that is not a directory, until done reports true. It never enters a
+// masked directory nor passes a masked name (each mask is walked or
+// collected on its own; the names below it are hidden). A directory the
+// user cannot read is skipped: the program could neither open nor link a
+// file by a name found there. Once the search's bounds are spent it
+// returns over's error.
+func (s *linkSearch) walk(root string, done func() bool, file func(p string, e dirent), over func() error) error {
+	queue := []string{root}
+	for len(queue) > 0 && !done() {
 		dir := queue[0]
 		queue = queue[1:]
 		if !s.budget() {
-			return fmt.Errorf("--mask %s: searching the masked directory for files with other names (hard links), which its mask would not hide, read more than %d directories, or took more than %s; mask a smaller directory", p, s.lim.dirs, s.lim.time)
+			return over()
 		}
 		var err error
-		s.ents, err = readDir(dir, s.buf, s.ents)
-		if err != nil {
-			// Unreadable as the user: the program, whose mask hides
-			// the directory anyway, could not link its files either.
+		if s.ents, err = readDir(dir, s.buf, s.ents); err != nil {
 			continue
 		}
 		for _, e := range s.ents {
-			c := filepath.Join(dir, e.name)
-			if e.dir {
-				if !s.masked[c] { // walked as a mask of its own
-					queue = append(queue, c)
-				}
-				continue
-			}
-			if s.masked[c] {
-				continue // a masked file: collected as a mask of its own
-			}
-			var fst unix.Stat_t
-			if err := unix.Lstat(c, &fst); err == nil {
-				s.add(c, &fst)
+			p := filepath.Join(dir, e.name)
+			switch {
+			case s.masked[p]:
+			case e.dir:
+				queue = append(queue, p)
+			default:
+				file(p, e)
 			}
 		}
 	}
