@@ -17,17 +17,8 @@ import (
 // TestMaskVisibleAndProtection: which masks mount something, and where
 // --protect paths become read-only entries with pinned ancestors.
 func TestMaskVisibleAndProtection(t *testing.T) {
-	dir := t.TempDir()
+	dir := tree(t, "ws/.env", "ws/sub/deep/key.pem", "ws/ro/x", "out/f", "home/.ssh/id")
 	ws := filepath.Join(dir, "ws")
-	for _, f := range []string{"ws/.env", "ws/sub/deep/key.pem", "ws/ro/x", "out/f", "home/.ssh/id"} {
-		p := filepath.Join(dir, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	o := &Options{Write: true, Masks: []string{ws + "/.env", dir + "/home/.ssh", ws + "/sub", "/etc/hostname"},
 		Protect: []string{ws + "/sub/deep/key.pem", ws + "/ro/x", dir + "/out"}}
 	o.ws, o.ro, o.rw = ws, []string{ws + "/ro"}, []string{dir + "/out"}
@@ -159,17 +150,7 @@ func TestMaskBound(t *testing.T) {
 // directory (or inside another mask) need none; a masked directory larger
 // than the search's limits refuses the run.
 func TestMaskDirLinks(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	for _, f := range []string{"keys/k", "keys/sub/inner", "keys/sub/alone", "pub/x", "vault/v"} {
-		p := filepath.Join(ws, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ws := tree(t, "keys/k", "keys/sub/inner", "keys/sub/alone", "pub/x", "vault/v")
 	for _, l := range [][2]string{
 		{"keys/k", "pub/k-link"},          // outside: masked
 		{"keys/k", "keys/sub/k-again"},    // inside the same mask
@@ -217,17 +198,8 @@ func TestMaskDirLinks(t *testing.T) {
 // directory mask need none; a search that exceeds its limits while names
 // are missing refuses the run.
 func TestMaskLinks(t *testing.T) {
-	dir := t.TempDir()
+	dir := tree(t, "ws/.env", "ws/alone", "ws/sub/deep/other", "ws/keys/k", "rw/x")
 	ws, rw := filepath.Join(dir, "ws"), filepath.Join(dir, "rw")
-	for _, f := range []string{"ws/.env", "ws/alone", "ws/sub/deep/other", "ws/keys/k", "rw/x"} {
-		p := filepath.Join(dir, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, l := range [][2]string{{"ws/.env", "ws/sub/deep/env-link"}, {"ws/.env", "rw/env-link"}, {"ws/.env", "ws/keys/env-link"}, {"ws/.env", "out-link"}} {
 		if err := os.Link(filepath.Join(dir, l[0]), filepath.Join(dir, l[1])); err != nil {
 			t.Fatal(err)
