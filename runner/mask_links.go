@@ -31,7 +31,7 @@ func (o *Options) maskLinks(masks []string, lim walkLimits) ([]string, error) {
 	for _, p := range masks {
 		masked[p] = true
 	}
-	s := &linkSearch{lim: lim, deadline: time.Now().Add(lim.time), buf: make([]byte, 32<<10), masked: masked, wanted: map[fileID]*linkedFile{}, byIno: map[uint64]bool{}}
+	s := &linkSearch{lim: lim, deadline: time.Now().Add(lim.time), buf: make([]byte, 32<<10), masked: masked, wanted: map[fileID]*linkedFile{}, byIno: map[uint64]bool{}, counted: map[string]bool{}}
 	for _, p := range masks {
 		if err := s.collect(p); err != nil {
 			return nil, err
@@ -172,9 +172,6 @@ func (s *linkSearch) walk(root string, done func() bool, file func(p string, e d
 func (s *linkSearch) add(p string, st *unix.Stat_t) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
 		return
-	}
-	if s.counted == nil {
-		s.counted = map[string]bool{}
 	}
 	if s.counted[p] {
 		return
