@@ -450,3 +450,44 @@ func TestEgressLiteralsBeyondWall(t *testing.T) {
 		t.Errorf("want exit 0 and the line %q: %v\n%v", line, want, r)
 	}
 }
+
+// TestToolVersionsQuiet: the harmless probes that common tools make on
+// start (npm's NETLINK_ROUTE socket, pip's IPv6 check, curl's resolver and
+// hostname lookup) print no "sbx: denied" line; a real attempt beyond
+// loopback in the same sandbox does (the control, where the wall reports).
+func TestToolVersionsQuiet(t *testing.T) {
+	b := newBox(t)
+	for _, tc := range []struct {
+		name string
+		argv []string
+	}{
+		{"npm", []string{"npm", "--version"}},
+		{"pip", []string{python, "-m", "pip", "--version"}},
+		{"curl", []string{"curl", "--version"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := exec.LookPath(tc.argv[0]); err != nil {
+				t.Skipf("%s not installed", tc.argv[0])
+			}
+			b := b.in(t)
+			r := b.run(append([]string{"--"}, tc.argv...)...)
+			skipForeignWall(t, r)
+			if r.code != 0 || r.stdout == "" {
+				t.Fatalf("want %v to print its version\n%v", tc.argv, r)
+			}
+			if strings.Contains(r.stderr, "sbx: denied") {
+				t.Errorf("a harmless probe was reported\n%v", r)
+			}
+		})
+	}
+	t.Run("control", func(t *testing.T) {
+		if !bpfReports() {
+			t.Skip("no wall reports here (the empty namespace refuses unreported)")
+		}
+		r := b.in(t).run("--", "curl", "-sS", "--max-time", "5", "http://192.0.2.1/")
+		skipForeignWall(t, r)
+		if !strings.Contains(r.stderr, "sbx: denied connect 192.0.2.1:80 (") {
+			t.Errorf("want the connect beyond loopback reported\n%v", r)
+		}
+	})
+}
