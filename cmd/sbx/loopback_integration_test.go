@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -109,6 +110,73 @@ except OSError as e:
 			t.Errorf("want lo's two addresses and NETLINK_AUDIT refused (EPERM)\n%v", r)
 		}
 	})
+}
+
+// serveTest is a Go test that starts an httptest server (127.0.0.1, or
+// ::1 when that fails) and fetches a page from it: what a Go project's
+// test suite does.
+const serveTest = `package serve
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestServe(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "served")
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || string(body) != "served" {
+		t.Fatalf("body %q, %v", body, err)
+	}
+}
+`
+
+// TestNetLoopbackGoTest: a Go test binary compiled on the host, whose test
+// starts an httptest server, passes inside the sandbox by default as it
+// does on the host; with --net none it cannot listen and fails (the
+// control).
+func TestNetLoopbackGoTest(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool in PATH")
+	}
+	b := newBox(t)
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "go.mod"), "module serve\n\ngo 1.22\n", 0o644)
+	writeFile(t, filepath.Join(src, "serve_test.go"), serveTest, 0o644)
+	bin := filepath.Join(b.ws, "serve.test")
+	build := exec.Command(goTool, "test", "-c", "-o", bin, ".")
+	build.Dir = src
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "-test.run", "TestServe", "-test.v").CombinedOutput(); err != nil {
+		t.Fatalf("outside the sandbox the test fails: %v\n%s", err, out)
+	}
+
+	r := b.run("--", "./serve.test", "-test.run", "TestServe", "-test.v")
+	skipForeignWall(t, r)
+	if r.code != 0 || !strings.Contains(r.stdout, "--- PASS: TestServe") {
+		t.Fatalf("want the httptest test to pass inside\n%v", r)
+	}
+	if strings.Contains(r.stderr, "sbx: denied") {
+		t.Errorf("the test's loopback use was reported\n%v", r)
+	}
+	c := b.run("--net", "none", "--", "./serve.test", "-test.run", "TestServe", "-test.v")
+	if c.code == 0 || strings.Contains(c.stdout, "--- PASS: TestServe") {
+		t.Errorf("control: with --net none the test must fail\n%v", c)
+	}
 }
 
 // skipForeignWall skips t when sbx refused the run because another sbx
