@@ -521,8 +521,9 @@ func TestEgressLiteralsBeyondWall(t *testing.T) {
 
 // TestToolVersionsQuiet: the harmless probes that common tools make on
 // start (npm's NETLINK_ROUTE socket, pip's IPv6 check, curl's resolver and
-// hostname lookup) print no "sbx: denied" line; a real attempt beyond
-// loopback in the same sandbox does (the control, where the wall reports).
+// hostname lookup) print no "sbx: denied" line, and the version they print
+// outside; a real attempt beyond loopback in the same sandbox is reported
+// (the control, where the wall reports).
 func TestToolVersionsQuiet(t *testing.T) {
 	b := newBox(t)
 	for _, tc := range []struct {
@@ -534,14 +535,15 @@ func TestToolVersionsQuiet(t *testing.T) {
 		{"curl", []string{"curl", "--version"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := exec.LookPath(tc.argv[0]); err != nil {
-				t.Skipf("%s not installed", tc.argv[0])
+			out, err := exec.Command(tc.argv[0], tc.argv[1:]...).Output()
+			if err != nil {
+				t.Skipf("%v fails outside the sandbox (not installed?): %v", tc.argv, err)
 			}
 			b := b.in(t)
 			r := b.run(append([]string{"--"}, tc.argv...)...)
 			skipForeignWall(t, r)
-			if r.code != 0 || r.stdout == "" {
-				t.Fatalf("want %v to print its version\n%v", tc.argv, r)
+			if r.code != 0 || r.stdout != string(out) {
+				t.Fatalf("want %v to print %q, as outside\n%v", tc.argv, out, r)
 			}
 			if strings.Contains(r.stderr, "sbx: denied") {
 				t.Errorf("a harmless probe was reported\n%v", r)
