@@ -13,6 +13,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/lsm"
 	"github.com/sbx-sandbox/sbx/bpf/tracer"
 	"github.com/sbx-sandbox/sbx/policy"
@@ -43,9 +44,13 @@ var (
 // Probe probes the host.
 func Probe(o Options) policy.Host {
 	h := policy.Host{EUID: os.Geteuid(), CapSysAdmin: HasCap(unix.CAP_SYS_ADMIN), CapNetAdmin: HasCap(unix.CAP_NET_ADMIN)}
+	k := bpf.RunningKernel()
+	if k.Major > 0 {
+		h.Kernel = k.String()
+	}
 	abi, err := sandbox.LandlockABI()
 	h.LandlockABI = abi
-	h.Landlock = feature(fmt.Sprintf("ABI %d", abi), err)
+	h.Landlock = feature(fmt.Sprintf("ABI %d", abi), belowFloor(err, bpf.MinLandlock, "Landlock file tier", k))
 	rootless := h.Rootless()
 	if rootless {
 		h.BPFLSM = policy.Absent(policy.ErrBPFLSMNeedsRoot)
@@ -66,12 +71,25 @@ func Probe(o Options) policy.Host {
 		h.CgroupBPF = policy.Absent(policy.ErrCgroupBPFNeedsRoot)
 		h.Tracer = policy.Absent(policy.ErrCgroupBPFNeedsRoot)
 	} else {
-		h.CgroupBPF = feature("sock_create, connect4/6, sendmsg4/6, bind4/6", cgroupBPFErr())
+		h.CgroupBPF = feature("sock_create, connect4/6, sendmsg4/6, bind4/6", belowFloor(cgroupBPFErr(), bpf.MinWall, "cgroup BPF network wall", k))
 		h.Tracer = feature("tp_btf sys_exit: reports refusals by Landlock, seccomp and read-only mounts", tracerErr())
 	}
 	h.Securityfs = feature("/sys/kernel/security", mountedErr("/sys/kernel/security", "securityfs"))
 	h.BPFFS = feature("/sys/fs/bpf", mountedErr("/sys/fs/bpf", "bpf"))
 	return h
+}
+
+// belowFloor puts first, in a probe's error, that kernel k is older than
+// the tier what needs: the probe's own words (ENOSYS, "not built into
+// this kernel") do not say which kernel would do.
+func belowFloor(err error, f bpf.Floor, what string, k bpf.KernelVersion) error {
+	if err == nil {
+		return nil
+	}
+	if ferr := f.Below(what, k); ferr != nil {
+		return fmt.Errorf("%w (%v)", ferr, err)
+	}
+	return err
 }
 
 func feature(info string, err error) policy.Feature {
@@ -191,7 +209,7 @@ func mountedErr(path, fstype string) error {
 }
 
 // cachedLSMProbe remembers the BPF LSM probe's verdict for the current
-// boot in stateDir: the probe loads a program (and the kernel's BTF), ~25
+// boot and program set in stateDir: the probe loads a program (and the kernel's BTF), ~25
 // ms, and its answer cannot change without a reboot. A cached "available"
 // is still proven on every run by the tier's self-test.
 func cachedLSMProbe(stateDir string) error {
@@ -199,7 +217,8 @@ func cachedLSMProbe(stateDir string) error {
 	if err != nil || stateDir == "" {
 		return lsmProbe()
 	}
-	key := strings.TrimSpace(string(boot))
+	// Another build's verdict is about other programs.
+	key := strings.TrimSpace(string(boot)) + " " + lsm.Version()
 	path := filepath.Join(stateDir, "lsm-probe")
 	if data, err := os.ReadFile(path); err == nil {
 		if k, verdict, ok := strings.Cut(string(data), "\n"); ok && k == key {

@@ -40,6 +40,8 @@ func Absent(err error) Feature { return Feature{Probed: true, Err: err} }
 type Host struct {
 	// EUID is the effective uid of sbx.
 	EUID int
+	// Kernel is the running kernel's major.minor ("" when unknown).
+	Kernel string
 	// CapSysAdmin is whether sbx holds CAP_SYS_ADMIN (effective): root
 	// without it (in a container) takes the rootless path.
 	CapSysAdmin bool

@@ -26,6 +26,9 @@ func ParsePolicy(s string) (Policy, error) { return policy.ParseFileDemand(s) }
 type tiers struct {
 	landlock bool
 	bpfLSM   bool
+	// lsmMissing is why a root run has no BPF LSM tier (nil when it
+	// has one, or when it is rootless or --policy landlock chose so).
+	lsmMissing error
 }
 
 // probeHost is the host probe a run decides from (quick: see
@@ -39,6 +42,11 @@ var probeHost = func(stateDir string) policy.Host {
 // missing, or no tier at all, is an error naming the protection. Rootless,
 // the BPF LSM tier never applies and Landlock is the only one.
 func selectTiers(p Policy, stateDir string) (tiers, error) {
-	d := policy.Decide(probeHost(stateDir), policy.Demand{Files: p})
-	return tiers{landlock: d.Landlock, bpfLSM: d.BPFLSM}, d.Refused
+	h := probeHost(stateDir)
+	d := policy.Decide(h, policy.Demand{Files: p})
+	t := tiers{landlock: d.Landlock, bpfLSM: d.BPFLSM}
+	if !d.Rootless && !d.BPFLSM && p != PolicyLandlock {
+		t.lsmMissing = h.BPFLSM.Err
+	}
+	return t, d.Refused
 }

@@ -109,9 +109,23 @@ func rootlessLimits(o *Options, id string, deleg sandbox.Delegation, delegErr er
 // gives the reason in full.
 func writeLimitsNote(w io.Writer, why error, stateDir string) {
 	line := fmt.Sprintf("sbx: note: limits are rlimits, weaker than cgroups: %s (no delegated cgroup2 subtree; said once, sbx doctor says why)\n", sandbox.RlimitLimits)
+	sayOnce(w, stateDir, limitsNoteFile, line, why)
+}
+
+// writeFileTierNote says, once per reason, that a root run confines files
+// with Landlock alone because the BPF LSM tier is missing here (why).
+func writeFileTierNote(w io.Writer, why error, stateDir string) {
+	line := fmt.Sprintf("sbx: note: the BPF LSM file tier is unavailable here (%v); root runs confine files with Landlock alone (said once, sbx doctor says why)\n", why)
+	sayOnce(w, stateDir, fileTierNoteFile, line, why)
+}
+
+// sayOnce writes line to w unless the state dir's file name records that
+// this line was said for this reason already (the state dir lives as long
+// as the boot, or the user's session).
+func sayOnce(w io.Writer, stateDir, name, line string, why error) {
 	sum := sha256.Sum256([]byte(line + "\x00" + why.Error()))
 	key := hex.EncodeToString(sum[:])
-	file := filepath.Join(stateDir, limitsNoteFile)
+	file := filepath.Join(stateDir, name)
 	if old, err := os.ReadFile(file); err == nil && string(old) == key {
 		return
 	}
@@ -119,6 +133,9 @@ func writeLimitsNote(w io.Writer, why error, stateDir string) {
 	// Best effort: a note said twice is no harm.
 	_ = os.WriteFile(file, []byte(key), 0o600)
 }
+
+// fileTierNoteFile records in the state dir which file tier note was said.
+const fileTierNoteFile = "file-tier-note"
 
 // limitsNoteFile records in the state dir which rlimit note was said.
 const limitsNoteFile = "limits-note"

@@ -555,6 +555,9 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if o.limitsNote != nil {
 		writeLimitsNote(o.Log, o.limitsNote, o.StateDir)
 	}
+	if t.lsmMissing != nil && t.landlock {
+		writeFileTierNote(o.Log, t.lsmMissing, o.StateDir)
+	}
 	o.found.writeNote(o.Log)
 	if o.forOwner {
 		fmt.Fprintf(o.Log, "sbx: running the program as %s (uid %d), the owner of the workspace, not as root\n", who.name, who.uid)

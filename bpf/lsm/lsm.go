@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/bpf/pin"
 	"github.com/sbx-sandbox/sbx/policy"
@@ -85,6 +86,10 @@ var lsmEventMaps = []string{lsmMapSbxEvents, lsmMapSbxDrops, lsmMapSbxUnrouted}
 
 // lsmProbeOnly are the program and map only [Supported] loads.
 var lsmProbeOnly = map[string]bool{lsmProgSbxProbeFileOpen: true, lsmMapSbxLsmProbe: true}
+
+// Version names this build's program set (a hash of its object file):
+// a verdict about whether the set loads holds for this version only.
+func Version() string { return lsmVersion() }
 
 // lsmVersion names the pin directory of this build's programs.
 var lsmVersion = sync.OnceValue(func() string {
@@ -241,6 +246,9 @@ var lsmProgNames = sync.OnceValue(func() []string {
 // load loads the programs (sharing shared's event maps, if set) and
 // attaches them.
 func (l *LSM) load(shared *events.Maps) error {
+	if err := bpf.PrepareLoad(); err != nil {
+		return err
+	}
 	spec, err := loadLsm()
 	if err != nil {
 		return err
@@ -259,7 +267,7 @@ func (l *LSM) load(shared *events.Maps) error {
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, copts)
 	if err != nil {
-		return loadError(err)
+		return belowFloor(loadError(err))
 	}
 	defer coll.Close()
 	l.loaded = true

@@ -27,32 +27,38 @@ var ErrInactive = errors.New("BPF LSM is not active")
 const lsmListPath = "/sys/kernel/security/lsm"
 
 // Supported tells whether this host can enforce the BPF LSM tier: nil if
-// an LSM program loads, attaches and runs. Otherwise the error says why and
-// wraps [ErrInactive] (bpf missing from the active LSM list; the message
-// gives the lsm= boot parameter to use), [ErrRefused] (EPERM at load) or
-// [bpf.ErrNotSupported] (no BPF LSM in this kernel). It needs root and changes
-// nothing that outlives the call.
+// the programs a run loads all load (the verifier accepts the whole set
+// on this kernel) and an LSM program attaches and runs. Otherwise the
+// error says why and wraps [ErrInactive] (bpf missing from the active LSM
+// list; the message gives the lsm= boot parameter to use), [ErrRefused]
+// (EPERM at load) or [bpf.ErrNotSupported] (no BPF LSM in this kernel, or
+// a kernel older than the set needs: the message names the floor). It
+// needs root and changes nothing that outlives the call: only the probe
+// program is attached, and every object is closed before it returns.
 func Supported() error {
 	if err := checkLSMList(); err != nil {
+		return err
+	}
+	if err := bpf.PrepareLoad(); err != nil {
 		return err
 	}
 	spec, err := loadLsm()
 	if err != nil {
 		return err
 	}
-	var objs struct {
-		Prog  *ebpf.Program `ebpf:"sbx_probe_file_open"`
-		Probe *ebpf.Map     `ebpf:"sbx_lsm_probe"`
+	// The whole set, as [LSM.load] loads it: a kernel that verifies the
+	// small probe but not the real programs (a helper it lacks) must not
+	// be reported as able to run them.
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		return belowFloor(loadError(err))
 	}
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		return loadError(err)
-	}
-	defer objs.Prog.Close()
-	defer objs.Probe.Close()
-	if err := objs.Probe.Put(uint32(0), uint64(os.Getpid())); err != nil {
+	defer coll.Close()
+	prog, probe := coll.Programs[lsmProgSbxProbeFileOpen], coll.Maps[lsmMapSbxLsmProbe]
+	if err := probe.Put(uint32(0), uint64(os.Getpid())); err != nil {
 		return fmt.Errorf("probe bpf lsm: %w", err)
 	}
-	ln, err := link.AttachLSM(link.LSMOptions{Program: objs.Prog})
+	ln, err := link.AttachLSM(link.LSMOptions{Program: prog})
 	if err != nil {
 		return fmt.Errorf("attach probe: %w", loadError(err))
 	}
@@ -63,13 +69,26 @@ func Supported() error {
 	}
 	f.Close()
 	var hits uint64
-	if err := objs.Probe.Lookup(uint32(1), &hits); err != nil {
+	if err := probe.Lookup(uint32(1), &hits); err != nil {
 		return fmt.Errorf("probe bpf lsm: %w", err)
 	}
 	if hits == 0 {
 		return fmt.Errorf("%w: an lsm/file_open program attached but never ran (%s unreadable; boot with lsm=...,bpf)", ErrInactive, lsmListPath)
 	}
 	return nil
+}
+
+// belowFloor puts the kernel's age first when a load failed on a kernel
+// older than the programs need (see [bpf.MinLSM]): the verifier's own
+// words ("unknown func ...") do not say that.
+func belowFloor(err error) error { return belowFloorOn(err, bpf.RunningKernel()) }
+
+// belowFloorOn is [belowFloor] on kernel k.
+func belowFloorOn(err error, k bpf.KernelVersion) error {
+	if ferr := bpf.MinLSM.Below("BPF LSM tier", k); ferr != nil {
+		return fmt.Errorf("%w (load: %v)", ferr, err)
+	}
+	return err
 }
 
 // checkLSMList fails with [ErrInactive] when the active LSM list is

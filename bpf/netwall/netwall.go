@@ -107,6 +107,9 @@ func Open(parentCgroup string, opts *Options) (*Wall, error) {
 	if opts != nil && opts.PinRoot != "" {
 		pinRoot = opts.PinRoot
 	}
+	if err := bpf.PrepareLoad(); err != nil {
+		return nil, fmt.Errorf("open net wall: %w", err)
+	}
 	parent, err := bpf.CleanAbs(parentCgroup)
 	if err != nil {
 		return nil, fmt.Errorf("open net wall: %w", err)

@@ -72,6 +72,9 @@ func Open(parentCgroup string, ev events.Maps, opts *Options) (*Tracer, error) {
 	if opts != nil && opts.PinRoot != "" {
 		pinRoot = opts.PinRoot
 	}
+	if err := bpf.PrepareLoad(); err != nil {
+		return nil, fmt.Errorf("open denial tracer: %w", err)
+	}
 	parent, err := bpf.CleanAbs(parentCgroup)
 	if err != nil {
 		return nil, fmt.Errorf("open denial tracer: %w", err)

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/hostcheck"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/runner"
@@ -65,31 +67,8 @@ func cmdDoctor(args []string, s streams) int {
 	}
 	self, _ := selfPath()
 	host := hostcheck.Probe(hostcheck.Options{Full: true, Self: self})
-	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-	for _, c := range doctorChecks(host) {
-		state, detail := "ok", c.info
-		if c.err != nil {
-			state, detail = "missing", c.err.Error()
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.name, state, detail)
-	}
-	tw.Flush()
-	// The decision is the one sbx run makes (policy.Decide), from the
-	// same probe, so doctor cannot claim what run cannot do.
-	d := policy.Decide(host, policy.Demand{Files: demand})
-	mode := "root"
-	if d.Rootless {
-		mode = "rootless (user namespace)"
-	}
-	fmt.Fprintf(s.out, "\nmode:          %s\n", mode)
-	fmt.Fprintf(s.out, "file tiers:    %s\n", orNone(d.FileTiers()))
-	fmt.Fprintf(s.out, "network tiers: %s\n", strings.Join(d.NetTiers(), ", "))
-	if d.Rootless {
-		fmt.Fprintf(s.out, "limits:        %s\n", limitsInfo(host.Delegation))
-	}
+	d := writeReport(s.out, host, demand)
 	if d.Refused != nil {
-		fmt.Fprintf(s.out, "refused:       %v\n", d.Refused)
-		fmt.Fprintln(s.out, "verdict:       sbx run would refuse to run here (see the missing lines above)")
 		return 1
 	}
 	// The probes above only say what the host offers; a real run proves
@@ -103,6 +82,38 @@ func cmdDoctor(args []string, s streams) int {
 	fmt.Fprintf(s.out, "canary run:    ok: %s\n", info)
 	fmt.Fprintln(s.out, "verdict:       sbx run can enforce files and network here")
 	return 0
+}
+
+// writeReport prints the checks of host and the decision sbx run makes
+// there for demand (policy.Decide, from the same probe, so doctor cannot
+// claim what run cannot do), and returns that decision. A refusal ends
+// the report with the verdict.
+func writeReport(w io.Writer, host policy.Host, demand runner.Policy) policy.Decision {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range doctorChecks(host) {
+		state, detail := "ok", c.info
+		if c.err != nil {
+			state, detail = "missing", c.err.Error()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.name, state, detail)
+	}
+	tw.Flush()
+	d := policy.Decide(host, policy.Demand{Files: demand})
+	mode := "root"
+	if d.Rootless {
+		mode = "rootless (user namespace)"
+	}
+	fmt.Fprintf(w, "\nmode:          %s\n", mode)
+	fmt.Fprintf(w, "file tiers:    %s\n", orNone(d.FileTiers()))
+	fmt.Fprintf(w, "network tiers: %s\n", strings.Join(d.NetTiers(), ", "))
+	if d.Rootless {
+		fmt.Fprintf(w, "limits:        %s\n", limitsInfo(host.Delegation))
+	}
+	if d.Refused != nil {
+		fmt.Fprintf(w, "refused:       %v\n", d.Refused)
+		fmt.Fprintln(w, "verdict:       sbx run would refuse to run here (see the missing lines above)")
+	}
+	return d
 }
 
 func orNone(l []string) string {
@@ -126,6 +137,11 @@ func doctorChecks(h policy.Host) []check {
 	default:
 		out = append(out, check{"root", nil, "euid 0"})
 	}
+	kernel := h.Kernel
+	if kernel == "" {
+		kernel = "unknown"
+	}
+	out = append(out, check{"kernel", nil, kernel + " (the BPF LSM tier needs " + bpf.MinLSM.Version.String() + "+, Landlock " + bpf.MinLandlock.Version.String() + "+, the cgroup BPF wall " + bpf.MinWall.Version.String() + "+)"})
 	add("namespaces", h.Namespaces)
 	add("user namespaces", h.UserNS)
 	add("cgroups", h.Cgroup2)

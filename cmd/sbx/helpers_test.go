@@ -96,6 +96,15 @@ func testMain(m *testing.M) int {
 		}
 		defer cleanup()
 	}
+	if !rootless() {
+		// What sbx says once per boot (the file tier note on a host
+		// without the BPF LSM tier) is said here, by the suite's first
+		// root run, not in whichever test happens to run first;
+		// TestFileTierNoteOnce checks the saying itself.
+		warm := exec.Command(sbxBin, "run", "--home", "tmp", "--", "true")
+		warm.Dir = os.TempDir()
+		_ = warm.Run()
+	}
 	var err error
 	runs, err = startRunWatcher(filepath.Join(stateRoot, "run"))
 	if err != nil {
