@@ -120,7 +120,7 @@ bench: build
 clean:
 	rm -rf $(BIN) $(DIST)
 
-# --- release and install (see README.md "Install", THIRD_PARTY_NOTICES.md) ---
+# --- release and install (see docs/install.md, THIRD_PARTY_NOTICES.md) ---
 .PHONY: release release-repro release-check check-notag docs install uninstall test-install ci-check
 
 PREFIX  ?= /usr/local
