@@ -6,7 +6,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 
-.PHONY: all build deps demo check lint lint-tool test test-rootless fuzz vet generate generate-check bench clean vmtest e2e-vm escape
+.PHONY: all build deps demo check lint lint-tool docs-check test test-rootless fuzz vet generate generate-check bench clean vmtest e2e-vm escape
 
 all: build
 
@@ -14,6 +14,11 @@ all: build
 -include vmtest/vmtest.mk
 -include escape/escape.mk
 EXTRA_BINS := bin/trysyscall bin/trysyscall32
+
+## docs-check: every relative link in the Markdown files resolves, and README's
+## Layout table has one row per top-level folder (scripts/check-docs.py)
+docs-check:
+	./scripts/check-docs.py
 
 ## deps: install the Debian packages the build, the tests and the benchmarks need (root)
 deps:
@@ -35,7 +40,7 @@ demo: deps build
 ## escape tests, the static release binary on an old userland, a short fuzz
 ## of every parser, the BPF LSM tests under QEMU, and the whole program on a
 ## booted Debian 12 guest (e2e-vm)
-test: deps vet lint generate-check build
+test: deps vet lint docs-check generate-check build
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./...
 	$(MAKE) test-rootless
 	$(MAKE) release-check
@@ -77,7 +82,7 @@ CHECK_PKGS ?= ./gate/ ./stage/ ./egress/ ./hostfs/ ./internal/... ./runner/ ./sa
 # cmd/sbx's in-process CLI tests (help, usage errors, docs); its
 # integration tests need root and belong to make test.
 CHECK_CLI_RUN := ^(TestUsageExitCodes|TestFlagError|TestNearestFlag|TestFlagEntries|TestHelpGolden|TestDocs.*|TestEveryFlagHasUsage|TestParseFlagHelpUndescribed|TestCompletionsParse|TestManPageRenders|TestParseSize)$$
-check: vet lint
+check: vet lint docs-check
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -short -count=1 $(CHECK_PKGS)
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -short -count=1 -run '$(CHECK_CLI_RUN)' ./cmd/sbx/
 
@@ -120,7 +125,7 @@ bench: build
 clean:
 	rm -rf $(BIN) $(DIST)
 
-# --- release and install (see README.md "Install", THIRD_PARTY_NOTICES.md) ---
+# --- release and install (see docs/install.md, THIRD_PARTY_NOTICES.md) ---
 .PHONY: release release-repro release-check check-notag docs install uninstall test-install ci-check
 
 PREFIX  ?= /usr/local

@@ -7,10 +7,11 @@
 // listener inside it with [ListenInNetns] (127.0.0.1:PORT in the sandbox's
 // namespace, while the socket belongs to sbx), serves a [Proxy] on it from
 // sbx's own process in the host namespace, and points the sandbox's
-// HTTPS_PROXY/HTTP_PROXY/ALL_PROXY at it. The cgroup BPF wall lets the
-// sandbox connect to that one address and port and nothing else
-// (bpf.Policy.Proxy), so the proxy is the only way out, and it dials out from
-// the host for allowed destinations only. Nothing in the sandbox needs DNS:
+// HTTPS_PROXY/HTTP_PROXY/ALL_PROXY at it. Beyond the sandbox's own
+// loopback and the forwarders below, the network wall lets the sandbox
+// connect to that one address and port (policy.WallRules.Proxy), so the
+// proxy is the way out, and it dials out from the host for allowed
+// destinations only. Nothing in the sandbox needs DNS:
 // the proxy resolves names itself. The proxy lives in sbx's process, so it
 // dies with the run.
 //

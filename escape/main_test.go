@@ -1,7 +1,8 @@
 // Package escape is sbx's adversarial suite: one test per escape class of
-// the threat model (SECURITY.md), each running a real attack inside
-// `sbx run` and asserting the exact way it is refused, with a control that
-// shows the same attack working on the host wherever that is safe.
+// the threat model (docs/security-model.md), each running a real attack
+// inside `sbx run` and asserting the exact way it is refused, with a
+// control that shows the same attack working on the host wherever that is
+// safe.
 //
 // The attacks are steps of one static C helper (testdata/attack.c, built
 // by TestMain with gcc -static) that prints "LABEL RESULT" per step and
@@ -345,12 +346,12 @@ func unique(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), time.Now().UnixNano()%1e9)
 }
 
-// knownHole skips a test of a hole that SECURITY.md lists as open, unless
-// SBX_TEST_KNOWN_GAPS is set: the test stays, ready to prove the fix, and
-// the suite stays green meanwhile.
+// knownHole skips a test of a hole that docs/security-model.md lists as
+// open, unless SBX_TEST_KNOWN_GAPS is set: the test stays, ready to prove
+// the fix, and the suite stays green meanwhile.
 func knownHole(t *testing.T, what string) {
 	t.Helper()
 	if os.Getenv("SBX_TEST_KNOWN_GAPS") == "" {
-		t.Skip("open hole (SECURITY.md, issue 8): " + what + "; SBX_TEST_KNOWN_GAPS=1 runs this test")
+		t.Skip("open hole (docs/security-model.md): " + what + "; SBX_TEST_KNOWN_GAPS=1 runs this test")
 	}
 }

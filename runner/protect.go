@@ -31,8 +31,8 @@ type protectedName struct {
 	anyDepth bool
 }
 
-// ProtectedNames is the one list of protected entries (README and
-// SECURITY.md describe it). All of .git is protected, not only its hooks
+// ProtectedNames is the one list of protected entries (docs/tiers.md
+// and docs/security-model.md describe it). All of .git is protected, not only its hooks
 // and config: a program that may write there can rename .git away and
 // build one with its own hooks, or point git elsewhere with commondir
 // (--rw .git allows commits from inside). A .git that is a file (a

@@ -93,7 +93,7 @@ func (w *walker) gitPointer(from, dir, what string) (string, error) {
 // A hooks directory that does not exist yet in a tree is refused: the
 // program could create it and fill it with hooks. Only the config files
 // themselves are read: a hooksPath set in an included file, or in the
-// user's or the system's config, is not seen (see SECURITY.md).
+// user's or the system's config, is not seen (see docs/security-model.md).
 func (w *walker) hooksPath(dotgit, gd string) error {
 	for _, name := range []string{"config", "config.worktree"} {
 		data, err := w.readGitFile(filepath.Join(gd, name))

@@ -4,7 +4,8 @@
 # machine, same commands, same srt-shaped settings: per-command latency
 # (true, ls -la, cc hello.c), peak RSS, and which escape attempts each
 # denies (each attempt is first shown to work bare). Prints a Markdown
-# table (paste into README); part of make bench (scripts/bench.sh).
+# table (paste into docs/benchmarks.md, "sbx and srt for pi"); part of
+# make bench (scripts/bench.sh).
 #
 # Needs root (sbx), bubblewrap, socat, ripgrep, python3, cc (.ci/deps.sh)
 # and the npm registry once: srt is installed into .cache/srt (gitignored),

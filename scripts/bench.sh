@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: sbx's startup and in-sandbox overhead, against bubblewrap and a
 # bare run in the same session, and the per-run cost of the BPF network wall.
-# Prints a Markdown table (paste into README).
+# Prints a Markdown table (paste into docs/benchmarks.md, "Latest results").
 # Needs root, bubblewrap, hyperfine (installed by .ci/deps.sh) and python3;
 # the last part (scripts/bench-srt.sh, sbx against srt for pi) also socat,
 # ripgrep and the npm registry once (srt, and the Node 22 of pi's tests).

@@ -2,8 +2,8 @@
 # release.sh: build sbx's release into $DIST (default dist/): for each of
 # $ARCHES (default "amd64 arm64") a static, reproducible binary with
 # libseccomp and glibc linked in (no glibc version floor, no libseccomp.so
-# needed), packed with its man page, completions, AppArmor profile, README,
-# licences and an installer into sbx-VERSION-linux-ARCH.tar.gz; then
+# needed), packed with its man page, completions, AppArmor profile, README
+# and docs/, licences and an installer into sbx-VERSION-linux-ARCH.tar.gz; then
 # SHA256SUMS over the tarballs.
 #
 # Reproducible: -trimpath, no build id, no VCS stamp, the version from git
@@ -130,7 +130,8 @@ for arch in $ARCHES; do
 	build "$arch" "$stage/sbx"
 	[ "$arch" = "$hostarch" ] && docsbin=$stage/sbx
 	licenses "$stage/sbx" "$stage/licenses" "$arch"
-	cp README.md LICENSE NOTICE THIRD_PARTY_NOTICES.md "$stage/"
+	cp README.md SECURITY.md CHANGELOG.md LICENSE NOTICE THIRD_PARTY_NOTICES.md "$stage/"
+	cp -R docs "$stage/docs"
 	cp contrib/apparmor/sbx "$stage/apparmor/sbx"
 	cp contrib/release/install.sh "$stage/install.sh"
 	cp contrib/release/Makefile "$stage/Makefile"

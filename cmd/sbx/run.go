@@ -81,11 +81,11 @@ func cmdRun(args []string, s streams) int {
 		netMode     = "loopback"
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "`DIR` directory to work in (default: the current directory); the program starts in the current directory if it lies inside the workspace, else at the workspace root")
-	fs.BoolVar(&o.Write, "write", false, "make the workspace writable, except the entries that run later outside the sandbox, which stay read-only: .git, .gitmodules, .sbx*, .envrc, .vscode, .idea, .mcp.json, shell rc files (open one with --rw PATH, e.g. --rw .git to commit from inside)")
+	fs.BoolVar(&o.Write, "write", false, "make the workspace writable, except the entries that run later outside the sandbox, which stay read-only: "+runner.ProtectedList()+" (open one with --rw PATH, e.g. --rw .git to commit from inside)")
 	fs.BoolVar(&o.Write, "w", false, "")
 	fs.Var(&ro, "ro", "`PATH` also show PATH read-only at its own path (repeatable)")
 	fs.Var(&rw, "rw", "`PATH` also show PATH read-write at its own path (repeatable); a single file below your home is copied in and back (so a save by rename works), one in the writable workspace is the workspace's own")
-	fs.StringVar(&o.Home, "home", "", "`DIR|tmp` host directory behind $HOME (default: ${XDG_DATA_HOME:-~/.local/share}/sbx/home); \"tmp\" for a throwaway home removed after the run")
+	fs.StringVar(&o.Home, "home", "", "`DIR|tmp` host directory behind $HOME (default: the workspace's own, ${XDG_DATA_HOME:-~/.local/share}/sbx/homes/NAME-HASH); \"tmp\" for a throwaway home removed after the run")
 	fs.Var(&env, "env", "`NAME` pass the host's NAME through (repeatable)\n`NAME=VALUE` set NAME (repeatable). Only PATH, HOME, USER, TERM, LANG, LC_*, TZ and SBX=1 are set otherwise (and, without --allow-host, npm_config_fetch_retries=0: npm fails at once instead of retrying for 70 s)")
 	fs.StringVar(&memory, "memory", memory, "`SIZE` memory limit, e.g. 512m, 2g (default: half the RAM, see below); exceeding it kills the program")
 	fs.Float64Var(&cpus, "cpus", cpus, "`N` CPU limit in cores (default: all CPUs, see below)")
