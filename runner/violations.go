@@ -19,6 +19,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/canary"
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 )
 
 // maxViolationLines bounds the "sbx: denied" lines printed per run; the
@@ -199,6 +200,14 @@ func (r *reporter) add(v gate.Violation) {
 	r.addLocked(v)
 }
 
+// addHinted reports v with hint (a whole line, or "" for none) in place of
+// netHint's: the proxy and the DNS answerer know better why they refused.
+func (r *reporter) addHinted(v gate.Violation, hint string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addHintedLocked(v, hint)
+}
+
 // addEvent reports a BPF event, leaving out what is not the program's
 // (the shim's own refusals), no denial (a rename across mounts) or
 // reported already: a refusal of the LSM tier
@@ -290,26 +299,30 @@ func (r *reporter) addQuietLocked(v gate.Violation) {
 }
 
 // netHint is the line printed once, after the first refused attempt to
-// reach the network: how to allow it.
+// reach the network that the network wall refused: how to allow it. (The
+// proxy's and the DNS answerer's denials bring their own, see addHinted.)
 func netHint(v gate.Violation) string {
+	t := safetext.Escape(v.Target)
 	switch {
 	case v.Op == "socket" && strings.HasPrefix(v.Target, "AF_INET"):
 		return "sbx: the program has no network (--net none); --net loopback gives it its own loopback, --allow-host HOST[:PORT] a host through sbx's proxy\n"
-	case v.Op == "resolve":
-		return fmt.Sprintf("sbx: the sandbox has no DNS; to let the program reach %s, run sbx with --allow-host %s[:PORT]\n", v.Target, v.Target)
 	case v.Op == "connect":
-		return fmt.Sprintf("sbx: to let the program reach %s, run sbx with --allow-host %s\n", v.Target, v.Target)
+		return fmt.Sprintf("sbx: to let the program reach %s, run sbx with --allow-host %s\n", t, t)
 	case v.Op == "sendmsg":
 		// sbx's proxy and forwarders carry TCP streams, not datagrams.
-		return fmt.Sprintf("sbx: to let the program reach %s: --allow-host %s opens TCP to it; datagrams beyond the sandbox's loopback stay refused\n", v.Target, v.Target)
+		return fmt.Sprintf("sbx: to let the program reach %s: --allow-host %s opens TCP to it; datagrams beyond the sandbox's loopback stay refused\n", t, t)
 	}
 	return ""
 }
 
-func (r *reporter) addLocked(v gate.Violation) {
+func (r *reporter) addLocked(v gate.Violation) { r.addHintedLocked(v, netHint(v)) }
+
+// addHintedLocked records v; hint, if any, is printed after v's line
+// unless a network hint was printed already.
+func (r *reporter) addHintedLocked(v gate.Violation, hint string) {
 	r.total++
 	if !r.netHinted && !r.silent {
-		if h := netHint(v); h != "" {
+		if h := hint; h != "" {
 			r.netHinted = true
 			defer r.emit(h) // after the denial's own line
 		}
@@ -345,7 +358,10 @@ func (r *reporter) addLocked(v gate.Violation) {
 	if v.Reason != "" {
 		detail = v.Reason
 	}
-	r.emit(fmt.Sprintf("sbx: denied %s %s (%s)\n", v.Op, v.Target, detail))
+	// Every part may come from the sandbox (a name it looked up, a path,
+	// its comm): escaped, so that it cannot forge a line or move the
+	// terminal.
+	r.emit(fmt.Sprintf("sbx: denied %s %s (%s)\n", safetext.Escape(v.Op), safetext.Escape(v.Target), safetext.Escape(detail)))
 }
 
 // writeLocked writes v to --violations, unless violationsPerSecond records
