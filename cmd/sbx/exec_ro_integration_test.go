@@ -8,27 +8,30 @@ import (
 )
 
 // Issue 18: an sbx exec request may name extra read-only paths ("ro"),
-// e.g. an agent installed outside /usr; they are checked as the workspace
-// is: the home, its ancestors, /, a kernel interface, a missing or
-// relative path are rejected and nothing runs.
+// e.g. an agent installed outside /usr, but only inside the directories
+// the harness allows with --ro-root (the model fills the request, the
+// harness the flags). Inside them they are checked as the workspace is:
+// the home, its ancestors, /, a kernel interface, a missing or relative
+// path are rejected and nothing runs.
 func TestExecReadOnlyPaths(t *testing.T) {
 	b := newBox(t)
 	dir := b.tempDir()
 	tool := filepath.Join(dir, "tool")
 	writeFile(t, tool, "#!/bin/sh\necho tool ran\n", 0o755)
 	chownToUser(t, tool)
+	root := []string{"--ro-root", dir}
 
 	// Without ro the tool is not there (control), with it it runs and is
 	// read-only.
 	b.exec(b.req([]string{tool})).wantExited(t, 127)
-	run := b.exec(b.req([]string{tool}, "ro", []string{dir}))
+	run := b.exec(b.req([]string{tool}, "ro", []string{dir}), root...)
 	run.wantExited(t, 0)
 	if run.res.Output != "tool ran\n" {
 		t.Errorf("ro tool: output %q", run.res.Output)
 	}
 	// A file alone, read-only: readable, not writable (the host's own
 	// file, which its owner can write outside).
-	run = b.exec(b.req([]string{"sh", "-c", `cat "$0"; echo x >> "$0" || echo refused`, tool}, append([]any{"ro", []string{tool}}, shell...)...))
+	run = b.exec(b.req([]string{"sh", "-c", `cat "$0"; echo x >> "$0" || echo refused`, tool}, append([]any{"ro", []string{tool}}, shell...)...), root...)
 	run.wantExited(t, 0)
 	if want := "#!/bin/sh\necho tool ran\nrefused\n"; !strings.HasPrefix(run.res.Output, want) || !strings.Contains(run.res.Output, "Read-only file system") {
 		t.Errorf("ro file: output %q, want %q and EROFS", run.res.Output, want)
@@ -39,27 +42,64 @@ func TestExecReadOnlyPaths(t *testing.T) {
 
 	home := hostHome(t)
 	for _, c := range []struct {
-		name string
-		ro   any
-		want string
+		name  string
+		ro    any
+		roots []string
+		want  string
 	}{
-		{"home", []string{home}, "is your home directory"},
-		{"root", []string{"/"}, "the whole host cannot be mounted"},
-		{"proc", []string{"/proc/self"}, "a kernel interface"},
-		{"state dir", []string{stateRoot}, "sbx's own state directory"},
-		{"missing", []string{filepath.Join(dir, "nope")}, "does not exist"},
-		{"relative", []string{"tool"}, "is not an absolute path"},
-		{"not an array", dir, "ro must be an array of strings"},
+		{"home", []string{home}, []string{"/"}, "is your home directory"},
+		{"root", []string{"/"}, []string{"/"}, "the whole host cannot be mounted"},
+		{"proc", []string{"/proc/sys"}, []string{"/"}, "a kernel interface"},
+		{"state dir", []string{stateRoot}, []string{"/"}, "sbx's own state directory"},
+		{"missing", []string{filepath.Join(dir, "nope")}, []string{dir}, "does not exist"},
+		{"relative", []string{"tool"}, []string{dir}, "is not an absolute path"},
+		{"not an array", dir, []string{dir}, "ro must be an array of strings"},
 	} {
 		if c.name == "home" && filepath.Dir(home) != "/" {
-			b.exec(b.req([]string{tool}, "ro", []string{filepath.Dir(home)})).wantRejected(t, "an ancestor of your home directory")
+			b.exec(b.req([]string{tool}, "ro", []string{filepath.Dir(home)}), "--ro-root", "/").wantRejected(t, "an ancestor of your home directory")
 		}
 		t.Run(c.name, func(t *testing.T) {
 			b := b.in(t)
-			b.exec(b.req([]string{tool}, "ro", c.ro)).wantRejected(t, c.want)
+			var flags []string
+			for _, r := range c.roots {
+				flags = append(flags, "--ro-root", r)
+			}
+			b.exec(b.req([]string{tool}, "ro", c.ro), flags...).wantRejected(t, c.want)
 		})
 	}
 	if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
 		t.Error("a file was created in the ro directory")
+	}
+}
+
+// TestExecReadOnlyScope (issue 25): a request's ro paths must lie inside
+// a --ro-root of the harness, judged by identity: without --ro-root no ro
+// path is accepted; another directory (another workspace), the home's
+// ~/.ssh, a symbolic link inside the root that leads out of it and a
+// missing path outside are all refused with the same message, and nothing
+// runs. The control: the same paths run once the harness names their
+// directory as a root.
+func TestExecReadOnlyScope(t *testing.T) {
+	b := newBox(t)
+	allowed := b.tempDir()
+	other := b.tempDir()
+	tool := filepath.Join(other, "tool")
+	writeFile(t, tool, "#!/bin/sh\necho other ran\n", 0o755)
+	chownToUser(t, tool)
+	if err := os.Symlink(other, filepath.Join(allowed, "link")); err != nil {
+		t.Fatal(err)
+	}
+	const outside = "is outside the directories the harness allows (sbx exec --ro-root)"
+	b.exec(b.req([]string{tool}, "ro", []string{other})).wantRejected(t, "--ro-root DIR")
+	b.exec(b.req([]string{tool}, "ro", []string{other}), "--ro-root", allowed).wantRejected(t, outside)
+	b.exec(b.req([]string{tool}, "ro", []string{tool}), "--ro-root", allowed).wantRejected(t, outside)
+	b.exec(b.req([]string{tool}, "ro", []string{filepath.Join(other, "missing")}), "--ro-root", allowed).wantRejected(t, outside)
+	b.exec(b.req([]string{tool}, "ro", []string{filepath.Join(hostHome(t), ".ssh")}), "--ro-root", allowed).wantRejected(t, outside)
+	b.exec(b.req([]string{filepath.Join(allowed, "link", "tool")}, "ro", []string{filepath.Join(allowed, "link")}), "--ro-root", allowed).wantRejected(t, "passes through a symbolic link")
+	// Control: with other as a root, the same request runs.
+	run := b.exec(b.req([]string{tool}, "ro", []string{other}), "--ro-root", allowed, "--ro-root", other)
+	run.wantExited(t, 0)
+	if run.res.Output != "other ran\n" {
+		t.Errorf("control: output %q", run.res.Output)
 	}
 }
