@@ -109,3 +109,32 @@ func TestReporterEscapes(t *testing.T) {
 		t.Errorf("%d lines, want 4:\n%s", n, out)
 	}
 }
+
+// TestWallConnectHint: the wall's refused connect advises --allow-host
+// only for a destination no rule allows; one that is allowed (dialed past
+// the proxy) is told to use the proxy instead.
+func TestWallConnectHint(t *testing.T) {
+	allow, err := egress.ParseAllowlist([]string{"10.0.0.5:5432", "[2001:db8::1]:443", "api.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		target, want, must string
+	}{
+		{"10.0.0.5:5432", "only through sbx's proxy", "--allow-host"},
+		{"[2001:db8::1]:443", "only through sbx's proxy", "--allow-host"},
+		{"10.0.0.5:5433", "run sbx with --allow-host 10.0.0.5:5433", ""},
+		{"10.0.0.6:5432", "run sbx with --allow-host 10.0.0.6:5432", ""},
+	} {
+		h := netHint(gate.Violation{Op: "connect", Target: c.target}, allow)
+		if !strings.Contains(h, c.want) || (c.must != "" && strings.Contains(h, c.must)) {
+			t.Errorf("connect %s: hint %q, want %q and not %q", c.target, h, c.want, c.must)
+		}
+	}
+	if h := netHint(gate.Violation{Op: "socket", Target: "AF_UNIX SOCK_STREAM"}, nil); h != "" {
+		t.Errorf("a unix socket got the network hint %q", h)
+	}
+	if h := netHint(gate.Violation{Op: "open", Target: "/etc/shadow"}, nil); h != "" {
+		t.Errorf("a file denial got the network hint %q", h)
+	}
+}

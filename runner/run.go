@@ -123,6 +123,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		r.rep = newReporter(nil, o.Violations)
 	}
 	r.rep.silent = o.Quiet
+	r.rep.allow = o.allow
 	for _, h := range spec.Hidden {
 		r.rep.masks = append(r.rep.masks, h.Path)
 	}

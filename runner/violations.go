@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/canary"
+	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
 )
@@ -110,6 +112,9 @@ type reporter struct {
 	pending    []string
 	// masks are the run's --mask paths, for the tier of their denials.
 	masks []string
+	// allow is the run's --allow-host list, so that a hint never advises
+	// a rule that was given.
+	allow egress.Allowlist
 	// silent prints no denial lines nor hints (sbx run --quiet); the
 	// --violations file and the count at the end stay.
 	silent bool
@@ -301,11 +306,15 @@ func (r *reporter) addQuietLocked(v gate.Violation) {
 // netHint is the line printed once, after the first refused attempt to
 // reach the network that the network wall refused: how to allow it. (The
 // proxy's and the DNS answerer's denials bring their own, see addHinted.)
-func netHint(v gate.Violation) string {
+func netHint(v gate.Violation, allow egress.Allowlist) string {
 	t := safetext.Escape(v.Target)
 	switch {
 	case v.Op == "socket" && strings.HasPrefix(v.Target, "AF_INET"):
 		return "sbx: the program has no network (--net none); --net loopback gives it its own loopback, --allow-host HOST[:PORT] a host through sbx's proxy\n"
+	case v.Op == "connect" && allowedTarget(v.Target, allow):
+		// Allowed already, but dialed past the proxy (the wall's limit
+		// of direct endpoints, or --net none).
+		return fmt.Sprintf("sbx: %s is allowed, but only through sbx's proxy: the program dialed it directly; clients that honour HTTPS_PROXY (set in the sandbox) reach it\n", t)
 	case v.Op == "connect":
 		return fmt.Sprintf("sbx: to let the program reach %s, run sbx with --allow-host %s\n", t, t)
 	case v.Op == "sendmsg":
@@ -315,7 +324,14 @@ func netHint(v gate.Violation) string {
 	return ""
 }
 
-func (r *reporter) addLocked(v gate.Violation) { r.addHintedLocked(v, netHint(v)) }
+func (r *reporter) addLocked(v gate.Violation) { r.addHintedLocked(v, netHint(v, r.allow)) }
+
+// allowedTarget reports whether target, an IP:PORT the wall refused, is
+// one an --allow-host rule allows.
+func allowedTarget(target string, allow egress.Allowlist) bool {
+	ap, err := netip.ParseAddrPort(target)
+	return err == nil && allow.Allows(ap.Addr().String(), ap.Port())
+}
 
 // addHintedLocked records v; hint, if any, is printed after v's line
 // unless a network hint was printed already.
