@@ -84,3 +84,16 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+// TestLineWriter: each write is one line, escaped but for its final
+// newline.
+func TestLineWriter(t *testing.T) {
+	var b strings.Builder
+	w := LineWriter(&b)
+	fmt.Fprintf(w, "sbx: %s: ignoring %s\n", "--session s.jsonl", "x\x1b[2K\rsbx: fake\n")
+	fmt.Fprintf(w, "no newline \u202e")
+	want := `sbx: --session s.jsonl: ignoring x\x1b[2K\x0dsbx: fake\x0a` + "\n" + `no newline \u202e`
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
