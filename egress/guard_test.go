@@ -235,14 +235,14 @@ func TestRebindingGuardOwnAddress(t *testing.T) {
 			c.Close()
 			t.Fatalf("CONNECT %s succeeded", name)
 		}
-		if text := body(t, resp); resp.StatusCode != 403 || !contains(text, want[name]) {
+		if text := body(t, resp); resp.StatusCode != 403 || !strings.Contains(text, want[name]) {
 			t.Errorf("CONNECT %s: %d %q, want 403 and %q", name, resp.StatusCode, text, want[name])
 		}
 		wantDenied = append(wantDenied, Denial{name, p16, want[name], DenyAddress})
 	}
 	// Forwarded (absolute-form) request.
 	resp := proxyGet(t, tp.addr, "http://own.test:"+port+"/")
-	if text := body(t, resp); resp.StatusCode != 403 || !contains(text, want["own.test"]) {
+	if text := body(t, resp); resp.StatusCode != 403 || !strings.Contains(text, want["own.test"]) {
 		t.Errorf("GET via the proxy: %d %q", resp.StatusCode, text)
 	}
 	wantDenied = append(wantDenied, Denial{"own.test", p16, want["own.test"], DenyAddress})
@@ -252,7 +252,7 @@ func TestRebindingGuardOwnAddress(t *testing.T) {
 	if !fwd {
 		t.Error("the transparent forwarder kept the connection open")
 	}
-	if got := tp.denials(); !equalDenials(got, wantDenied) {
+	if got := tp.denials(); !slices.Equal(got, wantDenied) {
 		t.Errorf("reported\n %v\nwant\n %v", got, wantDenied)
 	}
 	if d := tp.dialer.addrs(); len(d) != 0 {
@@ -286,19 +286,13 @@ func TestRebindingGuardOwnAddress(t *testing.T) {
 		c.Close()
 		t.Fatal("CONNECT succeeded without the host's addresses")
 	}
-	if text := body(t, resp); resp.StatusCode != 502 || !contains(text, "netlink broken") {
+	if text := body(t, resp); resp.StatusCode != 502 || !strings.Contains(text, "netlink broken") {
 		t.Errorf("unreadable host addresses: %d %q", resp.StatusCode, text)
 	}
 	if d := tp3.dialer.addrs(); len(d) != 0 {
 		t.Errorf("dialed %q without the host's addresses", d)
 	}
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
-func slicesContains(list []string, s string) bool { return slices.Contains(list, s) }
-
-func equalDenials(a, b []Denial) bool { return slices.Equal(a, b) }
 
 // proxyGet sends GET url through the proxy at proxyAddr (absolute form).
 func proxyGet(t *testing.T, proxyAddr, url string) *http.Response {
