@@ -157,6 +157,15 @@ func TestHostAddrsWatch(t *testing.T) {
 	if own, err := h.Own(netip.MustParseAddr("127.0.0.1")); err != nil || !own {
 		t.Fatalf("Own(127.0.0.1) = %v, %v; want true", own, err)
 	}
+	// A route lookup, nothing sent: a documentation address is not local.
+	for _, a := range []string{"203.0.113.1", "2001:db8::1"} {
+		if own, err := h.Own(netip.MustParseAddr(a)); err != nil || own {
+			t.Errorf("Own(%s) = %v, %v; want false", a, own, err)
+		}
+	}
+	if local, err := routeLocal(netip.MustParseAddr("127.0.0.2")); err != nil || !local {
+		t.Errorf("routeLocal(127.0.0.2) = %v, %v; want true", local, err)
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("adding an address to lo needs root")
 	}
@@ -179,6 +188,19 @@ func TestHostAddrsWatch(t *testing.T) {
 	}
 	if out, err := exec.Command("ip", "addr", "del", a.String()+"/32", "dev", "lo").CombinedOutput(); err != nil {
 		t.Fatalf("ip addr del: %v: %s", err, out)
+	}
+	// A local route covers a prefix with no interface address (AnyIP):
+	// its addresses are the host's own too.
+	pfx := "198.51.100.240/28"
+	if out, err := exec.Command("ip", "route", "add", "local", pfx, "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("ip route add local %s: %v: %s", pfx, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "route", "del", "local", pfx, "dev", "lo").Run() })
+	if own, err := h.Own(netip.MustParseAddr("198.51.100.245")); err != nil || !own {
+		t.Errorf("Own(198.51.100.245) under a local route = %v, %v; want true", own, err)
+	}
+	if own, err := h.Own(netip.MustParseAddr("198.51.100.239")); err != nil || own {
+		t.Errorf("Own(198.51.100.239) beside the local route = %v, %v; want false", own, err)
 	}
 	deadline := time.Now().Add(time.Second)
 	for {
