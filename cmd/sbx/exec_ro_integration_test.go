@@ -103,3 +103,56 @@ func TestExecReadOnlyScope(t *testing.T) {
 		t.Errorf("control: output %q", run.res.Output)
 	}
 }
+
+// TestExecStageAgentDir (issue 25): with staging allowed by the harness,
+// pi's staging root is PI_CODING_AGENT_DIR itself: a file beside it (in
+// its parent, PI_CODING_AGENT_DIR=.../etc/pi-agent opening .../etc) is not
+// staged, nor is anything when the agent dir does not exist; the control,
+// a file inside the agent dir, is. Under /var/tmp, outside the /tmp root
+// and the workspace.
+func TestExecStageAgentDir(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "sbx-agentdir-")
+	if err != nil {
+		t.Skipf("no /var/tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agent := filepath.Join(base, "etc", "pi-agent")
+	if err := os.MkdirAll(agent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inAgent, beside := filepath.Join(agent, "x.mjs"), filepath.Join(base, "etc", "secret.mjs")
+	writeFile(t, inAgent, "export default 1\n", 0o644)
+	writeFile(t, beside, "export default 2\n", 0o644)
+	chownToUser(t, base, filepath.Dir(agent), agent, inAgent, beside)
+
+	b := newBox(t)
+	writeFile(t, filepath.Join(b.ws, "pi"), "#!/bin/sh\necho \"$2\"\n", 0o755)
+	for _, c := range []struct {
+		name, dir, arg string
+		staged         bool
+	}{
+		{"inside", agent, inAgent, true},
+		{"beside", agent, beside, false},
+		{"missing agent dir", filepath.Join(base, "etc", "missing"), beside, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := b.in(t)
+			p := b.startExec(b.req([]string{"./pi", "--extension", c.arg}, "stage", true), opts{env: []string{"PI_CODING_AGENT_DIR=" + c.dir}}, "--allow-stage")
+			r := p.wait()
+			if r.code != 0 {
+				t.Fatalf("sbx exec\n%v", r)
+			}
+			res := parseResult(t, r.stdout)
+			got := strings.TrimSpace(res.Output)
+			if staged := strings.Contains(got, "/.sbx-staging/"); staged != c.staged || (!c.staged && got != c.arg) {
+				t.Errorf("output %q: staged %v, want %v\n%v", got, staged, c.staged, r)
+			}
+			if !c.staged && !strings.Contains(r.stderr, "sbx: not staging") {
+				t.Errorf("no warning for the refused value\n%v", r)
+			}
+		})
+	}
+}
