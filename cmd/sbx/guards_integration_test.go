@@ -170,3 +170,36 @@ func TestDeniedNameEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestDNSFullTable: when the sandbox's DNS has given addresses to as many
+// allowed names as it can (a wildcard rule, maxForwardNames = 200), the
+// next allowed name is refused with that reason, and nothing claims the
+// sandbox has no DNS or advises the --allow-host that allows it. The
+// control: the names before it resolved.
+func TestDNSFullTable(t *testing.T) {
+	e := newEgressBox(t)
+	script := `
+import socket
+ok = 0
+for i in range(201):
+    try:
+        socket.getaddrinfo("n%d.wild.test" % i, 443, socket.AF_INET)
+        ok += 1
+    except socket.gaierror:
+        print("refused", i)
+print("resolved", ok)
+`
+	r := e.run("--allow-host", "*.wild.test", "--", python, "-c", script)
+	skipForeignWall(t, r)
+	if want := "refused 200\nresolved 200\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("want %q\n%v", want, r)
+	}
+	if line := "sbx: denied resolve n200.wild.test (allowed, but the sandbox's DNS answers at most 200 allowed names)\n"; !strings.Contains(r.stderr, line) {
+		t.Errorf("stderr lacks %q\n%v", line, r)
+	}
+	for _, lie := range []string{"no DNS", "--allow-host n200.wild.test"} {
+		if strings.Contains(r.stderr, lie) {
+			t.Errorf("stderr says %q\n%v", lie, r)
+		}
+	}
+}
