@@ -96,6 +96,10 @@ func TestExecReadOnlyScope(t *testing.T) {
 	b.exec(b.req([]string{tool}, "ro", []string{filepath.Join(other, "missing")}), "--ro-root", allowed).wantRejected(t, outside)
 	b.exec(b.req([]string{tool}, "ro", []string{filepath.Join(hostHome(t), ".ssh")}), "--ro-root", allowed).wantRejected(t, outside)
 	b.exec(b.req([]string{filepath.Join(allowed, "link", "tool")}, "ro", []string{filepath.Join(allowed, "link")}), "--ro-root", allowed).wantRejected(t, "passes through a symbolic link")
+	// A relative root is the harness's usage error: exit 125, no result.
+	if r, _ := b.execProc(b.req([]string{tool}), "--ro-root", "rel/dir"); r.code != exitSbxError || r.stdout != "" || !strings.Contains(r.stderr, "--ro-root \"rel/dir\": want an absolute path") {
+		t.Errorf("--ro-root rel/dir: want 125 and the reason\n%v", r)
+	}
 	// Control: with other as a root, the same request runs.
 	run := b.exec(b.req([]string{tool}, "ro", []string{other}), "--ro-root", allowed, "--ro-root", other)
 	run.wantExited(t, 0)
