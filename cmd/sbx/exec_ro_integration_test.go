@@ -160,3 +160,44 @@ func TestExecStageAgentDir(t *testing.T) {
 		})
 	}
 }
+
+// TestExecReadOnlyScopeSudo: under sudo the ro paths and roots are
+// resolved as the invoking user, never as root: a root the user cannot
+// reach (inside a root-only directory) rejects the request. The control:
+// root itself, without sudo's variables, runs it.
+func TestExecReadOnlyScopeSudo(t *testing.T) {
+	var sudo deputyMode
+	for _, m := range deputyModes(t) {
+		if m.name == "sudo" {
+			sudo = m
+		}
+	}
+	if sudo.name == "" {
+		t.Skip("root's behaviour under sudo")
+	}
+	b := newBox(t)
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(private, "agent")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tool := filepath.Join(root, "tool")
+	writeFile(t, tool, "#!/bin/sh\necho tool ran\n", 0o755)
+	req := b.req([]string{tool}, "ro", []string{root})
+	p := b.startExec(req, opts{env: sudo.env}, "--ro-root", root)
+	r := p.wait()
+	if r.code != 0 {
+		t.Fatalf("sbx exec under sudo\n%v", r)
+	}
+	if res := parseResult(t, r.stdout); res.Status != "rejected" || !strings.Contains(res.Error, "--ro-root "+root+": permission denied") {
+		t.Errorf("under sudo: want a rejection naming the unreachable root, got %+v", res)
+	}
+	run := b.exec(req, "--ro-root", root)
+	run.wantExited(t, 0)
+	if run.res.Output != "tool ran\n" {
+		t.Errorf("control as root: output %q", run.res.Output)
+	}
+}
