@@ -57,8 +57,15 @@
 // (RFC 1918, fc00::/7, site-local), carrier-grade NAT (100.64.0.0/10),
 // link-local (169.254.0.0/16 with the cloud metadata address
 // 169.254.169.254, fe80::/10), unspecified, multicast, broadcast and reserved
-// ranges; IPv4-mapped and NAT64 (64:ff9b::/96) addresses are judged by the
-// IPv4 address they carry. The one exception is an address that an IP rule
+// ranges, and every address of the host itself (Proxy.Own: its interfaces'
+// addresses, watched for changes, and whatever the kernel routes locally:
+// a name resolving to the host's eth0 or docker0 address would reach every
+// service listening on 0.0.0.0); IPv4-mapped, NAT64 (64:ff9b::/96), 6to4
+// (2002::/16) and Teredo (2001::/32, server and client) addresses are judged
+// by the IPv4 addresses they carry as well, and IPv4-compatible (::/96) and
+// local-use NAT64 (64:ff9b:1::/48) addresses are refused whole. CONNECT,
+// forwarded requests and the transparent forwarders all go through the one
+// check (Proxy.checkResolved). The one exception is an address that an IP rule
 // names exactly, with the same port: allowing "127.0.0.1:8080" lets
 // "dev.test:8080" resolve there. The proxy then dials the addresses it
 // checked, never the name again, so a second lookup cannot swap them.

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -38,6 +39,28 @@ type Dialer interface {
 	DialContext(ctx context.Context, network, address string) (net.Conn, error)
 }
 
+// OwnAddrs tells the host's own addresses; *HostAddrs is one.
+type OwnAddrs interface {
+	// Own reports whether a is an address of one of the host's
+	// interfaces; an error refuses the destination.
+	Own(a netip.Addr) (bool, error)
+}
+
+// DenialKind says what kind of refusal a [Denial] is, for the hint sbx
+// gives with it.
+type DenialKind uint8
+
+// The kinds of denials.
+const (
+	// DenyOther: a malformed request or a limit.
+	DenyOther DenialKind = iota
+	// DenyNotAllowed: no rule allows the destination.
+	DenyNotAllowed
+	// DenyAddress: the name is allowed, but resolves to an address the
+	// DNS-rebinding guard refuses (loopback, private, the host's own, ...).
+	DenyAddress
+)
+
 // Denial is one request the proxy refused.
 type Denial struct {
 	// Host is the destination asked for: a lowercase name, an IP address,
@@ -47,7 +70,10 @@ type Denial struct {
 	Port uint16
 	// Reason says why, briefly: "not allowed", "resolves to loopback
 	// address 127.0.0.1", "too many tunnels: limit 256", "invalid host".
+	// It may hold the printable part of what the sandbox sent.
 	Reason string
+	// Kind is the kind of refusal.
+	Kind DenialKind
 }
 
 // Target is host:port, IPv6 in brackets.
@@ -69,6 +95,11 @@ type Proxy struct {
 	Resolver Resolver
 	// Dialer connects to the checked addresses (a net.Dialer if nil).
 	Dialer Dialer
+	// Own tells the host's own addresses, which no name may resolve to
+	// (the DNS-rebinding guard). If nil, the proxy watches the addresses
+	// of the network namespace Serve is first called in
+	// ([WatchHostAddrs]) until Close.
+	Own OwnAddrs
 
 	// ConnectTimeout bounds name resolution plus connecting upstream
 	// ([DefaultConnectTimeout] if 0).
@@ -98,6 +129,7 @@ type Proxy struct {
 
 	once    sync.Once
 	initErr error
+	ownedW  *HostAddrs // the watch init opened (closed by Close)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	srv     *http.Server
@@ -133,6 +165,14 @@ func (p *Proxy) init() error {
 		}
 		if p.Dialer == nil {
 			p.Dialer = &net.Dialer{}
+		}
+		if p.Own == nil {
+			w, err := WatchHostAddrs()
+			if err != nil {
+				p.initErr = fmt.Errorf("egress proxy: %w", err)
+				return
+			}
+			p.Own, p.ownedW = w, w
 		}
 		p.ctx, p.cancel = context.WithCancel(context.Background())
 		p.slots = make(chan struct{}, p.MaxTunnels)
@@ -229,6 +269,9 @@ func (p *Proxy) Close() error {
 	p.tr.CloseIdleConnections()
 	p.wg.Wait()
 	p.tr.CloseIdleConnections()
+	if p.ownedW != nil {
+		p.ownedW.Close()
+	}
 	return err
 }
 
@@ -280,6 +323,7 @@ type refusal struct {
 	status int
 	reason string
 	report bool
+	kind   DenialKind
 }
 
 func (e *refusal) Error() string { return e.reason }
@@ -291,7 +335,7 @@ func deny(status int, reason string) *refusal {
 // refuse answers a refused request and reports it.
 func (p *Proxy) refuse(w http.ResponseWriter, host string, port uint16, e *refusal) {
 	if e.report && p.Report != nil {
-		p.Report(Denial{Host: host, Port: port, Reason: e.reason})
+		p.Report(Denial{Host: host, Port: port, Reason: e.reason, Kind: e.kind})
 	}
 	w.Header().Set("Connection", "close")
 	plainError(w, e.status, net.JoinHostPort(host, strconv.Itoa(int(port)))+": "+e.reason)
@@ -329,14 +373,17 @@ func (p *Proxy) checkTarget(host, port string, defPort uint16) (string, uint16, 
 		host = name
 	}
 	if !p.Allow.Allows(host, n) {
-		return host, n, deny(http.StatusForbidden, "not allowed")
+		ref := deny(http.StatusForbidden, "not allowed")
+		ref.kind = DenyNotAllowed
+		return host, n, ref
 	}
 	return host, n, nil
 }
 
 // addrs returns the addresses to dial for the allowed host:port: the
-// address itself for an IP, else the name's addresses, all of which must
-// be public unless an IP rule allows that exact address and port.
+// address itself for an IP (an IP rule named it: the user's explicit
+// choice, whatever the address), else the name's addresses, all of which
+// must pass the DNS-rebinding guard (checkResolved).
 func (p *Proxy) addrs(ctx context.Context, host string, port uint16) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a.Unmap()}, nil // allowed literally by checkTarget
@@ -351,14 +398,41 @@ func (p *Proxy) addrs(ctx context.Context, host string, port uint16) ([]netip.Ad
 	out := make([]netip.Addr, 0, len(found))
 	for _, a := range found {
 		a = a.Unmap()
-		if kind := special(a); kind != "" && !p.Allow.allowsAddr(a, port) {
-			return nil, deny(http.StatusForbidden, "resolves to "+kind+" address "+a.String())
+		if ref := p.checkResolved(a, port); ref != nil {
+			return nil, ref
 		}
 		if !containsAddr(out, a) {
 			out = append(out, a)
 		}
 	}
 	return out, nil
+}
+
+// checkResolved is the DNS-rebinding guard, the one check of every
+// address an allowed name resolved to, for CONNECT, forwarded requests and
+// the transparent forwarders alike: a loopback, private, link-local,
+// multicast or reserved address, one of the host's own, or a NAT64, 6to4
+// or Teredo address carrying one of those, is refused unless an IP rule
+// names that exact address and port.
+func (p *Proxy) checkResolved(a netip.Addr, port uint16) *refusal {
+	var ownErr error
+	own := func(x netip.Addr) bool {
+		ok, err := p.Own.Own(x)
+		if err != nil && ownErr == nil {
+			ownErr = err
+		}
+		return ok || err != nil
+	}
+	v := classify(a, own)
+	if v.kind == "" || p.Allow.allowsAddr(a, port) {
+		return nil
+	}
+	if ownErr != nil {
+		return deny(http.StatusBadGateway, "cannot check the address "+a.String()+": "+ownErr.Error())
+	}
+	ref := deny(http.StatusForbidden, v.reason(a))
+	ref.kind = DenyAddress
+	return ref
 }
 
 func containsAddr(list []netip.Addr, a netip.Addr) bool {

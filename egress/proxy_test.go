@@ -154,26 +154,26 @@ func TestConnectDenied(t *testing.T) {
 		denial *Denial // nil: refused but not reported
 		lookup bool    // the resolver is asked
 	}{
-		{"evil.test:" + port, 403, &Denial{"evil.test", p16, "not allowed"}, false},
-		{"allowed.test:1", 403, &Denial{"allowed.test", 1, "not allowed"}, false},
-		{"127.0.0.1:" + port, 403, &Denial{"127.0.0.1", p16, "not allowed"}, false},
-		{"[::1]:" + port, 403, &Denial{"::1", p16, "not allowed"}, false},
-		{"[::ffff:127.0.0.1]:" + port, 403, &Denial{"127.0.0.1", p16, "not allowed"}, false},
-		{"localhost:" + port, 403, &Denial{"localhost", p16, "not allowed"}, false},
-		{"wild.test:" + port, 403, &Denial{"wild.test", p16, "not allowed"}, false}, // apex of *.wild.test
-		{"127.1:" + port, 400, &Denial{"127.1", p16, "invalid host"}, false},
-		{"2130706433:" + port, 400, &Denial{"2130706433", p16, "invalid host"}, false},
-		{"allowed.test:0", 400, &Denial{"allowed.test", 0, "invalid port"}, false},
-		{"allowed.test:99999", 400, &Denial{"allowed.test", 0, "invalid port"}, false},
-		{"allowed.test", 400, &Denial{"allowed.test", 0, "invalid target (want host:port)"}, false},
+		{"evil.test:" + port, 403, &Denial{"evil.test", p16, "not allowed", DenyNotAllowed}, false},
+		{"allowed.test:1", 403, &Denial{"allowed.test", 1, "not allowed", DenyNotAllowed}, false},
+		{"127.0.0.1:" + port, 403, &Denial{"127.0.0.1", p16, "not allowed", DenyNotAllowed}, false},
+		{"[::1]:" + port, 403, &Denial{"::1", p16, "not allowed", DenyNotAllowed}, false},
+		{"[::ffff:127.0.0.1]:" + port, 403, &Denial{"127.0.0.1", p16, "not allowed", DenyNotAllowed}, false},
+		{"localhost:" + port, 403, &Denial{"localhost", p16, "not allowed", DenyNotAllowed}, false},
+		{"wild.test:" + port, 403, &Denial{"wild.test", p16, "not allowed", DenyNotAllowed}, false}, // apex of *.wild.test
+		{"127.1:" + port, 400, &Denial{"127.1", p16, "invalid host", DenyOther}, false},
+		{"2130706433:" + port, 400, &Denial{"2130706433", p16, "invalid host", DenyOther}, false},
+		{"allowed.test:0", 400, &Denial{"allowed.test", 0, "invalid port", DenyOther}, false},
+		{"allowed.test:99999", 400, &Denial{"allowed.test", 0, "invalid port", DenyOther}, false},
+		{"allowed.test", 400, &Denial{"allowed.test", 0, "invalid target (want host:port)", DenyOther}, false},
 		// DNS-rebinding guard: allowed names whose addresses are not public.
-		{"loop.test:" + port, 403, &Denial{"loop.test", p16, "resolves to loopback address 127.0.0.1"}, true},
-		{"meta.test:" + port, 403, &Denial{"meta.test", p16, "resolves to link-local address 169.254.169.254"}, true},
-		{"mixed.test:" + port, 403, &Denial{"mixed.test", p16, "resolves to loopback address 127.0.0.1"}, true},
-		{"mapped.test:" + port, 403, &Denial{"mapped.test", p16, "resolves to loopback address 127.0.0.1"}, true},
-		{"six.test:" + port, 403, &Denial{"six.test", p16, "resolves to link-local address fe80::1"}, true},
-		{"private.test:" + port, 403, &Denial{"private.test", p16, "resolves to private address 10.0.0.5"}, true},
-		{"cgnat.test:" + port, 403, &Denial{"cgnat.test", p16, "resolves to carrier-grade NAT address 100.64.1.1"}, true},
+		{"loop.test:" + port, 403, &Denial{"loop.test", p16, "resolves to loopback address 127.0.0.1", DenyAddress}, true},
+		{"meta.test:" + port, 403, &Denial{"meta.test", p16, "resolves to link-local address 169.254.169.254", DenyAddress}, true},
+		{"mixed.test:" + port, 403, &Denial{"mixed.test", p16, "resolves to loopback address 127.0.0.1", DenyAddress}, true},
+		{"mapped.test:" + port, 403, &Denial{"mapped.test", p16, "resolves to loopback address 127.0.0.1", DenyAddress}, true},
+		{"six.test:" + port, 403, &Denial{"six.test", p16, "resolves to link-local address fe80::1", DenyAddress}, true},
+		{"private.test:" + port, 403, &Denial{"private.test", p16, "resolves to private address 10.0.0.5", DenyAddress}, true},
+		{"cgnat.test:" + port, 403, &Denial{"cgnat.test", p16, "resolves to carrier-grade NAT address 100.64.1.1", DenyAddress}, true},
 		{"unresolvable.test:" + port, 502, nil, true},
 	}
 	for _, c := range cases {
@@ -305,10 +305,10 @@ func TestForwardHTTP(t *testing.T) {
 		url string
 		d   Denial
 	}{
-		{"http://evil.test/", Denial{"evil.test", 80, "not allowed"}},
-		{"http://allowed.test/", Denial{"allowed.test", 80, "not allowed"}},
-		{"http://127.0.0.2:" + port + "/", Denial{"127.0.0.2", uint16(mustAtoi(port)), "not allowed"}},
-		{"http://loop.test:" + port2 + "/", Denial{"loop.test", uint16(mustAtoi(port2)), "resolves to loopback address 127.0.0.1"}},
+		{"http://evil.test/", Denial{"evil.test", 80, "not allowed", DenyNotAllowed}},
+		{"http://allowed.test/", Denial{"allowed.test", 80, "not allowed", DenyNotAllowed}},
+		{"http://127.0.0.2:" + port + "/", Denial{"127.0.0.2", uint16(mustAtoi(port)), "not allowed", DenyNotAllowed}},
+		{"http://loop.test:" + port2 + "/", Denial{"loop.test", uint16(mustAtoi(port2)), "resolves to loopback address 127.0.0.1", DenyAddress}},
 	}
 	for i, c := range refused {
 		resp, err := cl.Get(c.url)

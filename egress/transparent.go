@@ -54,7 +54,7 @@ func (p *Proxy) ServeForward(ln net.Listener, host string, port uint16) error {
 func (p *Proxy) forwardConn(client net.Conn, host string, port uint16) {
 	refuse := func(h string, n uint16, e *refusal) {
 		if e.report && p.Report != nil {
-			p.Report(Denial{Host: h, Port: n, Reason: e.reason})
+			p.Report(Denial{Host: h, Port: n, Reason: e.reason, Kind: e.kind})
 		}
 		client.Close()
 	}

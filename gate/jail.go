@@ -43,35 +43,6 @@ func ResolveWorkspace(workspace, cwd string) (root, dir string, err error) {
 	return root, dir, nil
 }
 
-// ResolveReadOnly resolves the ro paths of a request (symbolic links
-// included) to real paths of existing files or directories. The checks
-// against the host (not the home, not a kernel interface, ...) are the
-// runner's, as for the workspace.
-func ResolveReadOnly(ro []string) ([]string, error) {
-	if err := checkReadOnlyForm(ro); err != nil {
-		return nil, err
-	}
-	var out []string
-	for i, p := range ro {
-		real, err := filepath.EvalSymlinks(p)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, rejectErr("ro", err, "ro[%d] %q does not exist", i, p)
-			}
-			return nil, rejectErr("ro", err, "ro[%d] %q: %v", i, p, unwrapPath(err))
-		}
-		fi, err := os.Stat(real)
-		if err != nil {
-			return nil, rejectErr("ro", err, "ro[%d] %q: %v", i, p, unwrapPath(err))
-		}
-		if !fi.IsDir() && !fi.Mode().IsRegular() {
-			return nil, rejectErr("ro", syscall.EINVAL, "ro[%d] %q is neither a directory nor a regular file", i, p)
-		}
-		out = append(out, real)
-	}
-	return out, nil
-}
-
 // ResolveIn resolves rel, a path relative to root, to a real path inside
 // root, the way the in-browser harness jails its workspace:
 //

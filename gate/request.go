@@ -38,13 +38,14 @@ type Request struct {
 	// Stage lets sbx stage host paths named in Command (an agent's
 	// --session, --extension, ...: see package stage) into the sandbox and
 	// copy session files back. Off by default: the model chooses the argv,
-	// and staging reads host files outside the workspace.
+	// and staging reads host files outside the workspace. Refused unless
+	// the harness's Scope allows staging (see Request.CheckIn).
 	Stage bool `json:"stage,omitempty"`
 	// ReadOnly are extra host paths (absolute; existing files or
 	// directories, at most MaxReadOnly) shown read-only at their own path,
-	// e.g. an agent installed outside /usr. Each is checked as the
-	// workspace is: never the home or an ancestor of it, /, sbx's state,
-	// a kernel interface.
+	// e.g. an agent installed outside /usr. Each must lie inside a root of
+	// the harness's Scope, and is checked as the workspace is: never the
+	// home or an ancestor of it, /, sbx's state, a kernel interface.
 	ReadOnly []string `json:"ro,omitempty"`
 }
 

@@ -33,31 +33,11 @@ func (r Request) Validate() error {
 	return err
 }
 
-// Check applies every rule of the gate to r, in a fixed order, and returns
-// the first that fails as a *RejectError: the static rules (CheckStatic),
-// then the workspace jail on disk (ResolveWorkspace). Check changes nothing on
-// disk.
-func (r Request) Check() (Checked, error) {
-	if err := r.CheckStatic(); err != nil {
-		return Checked{}, err
-	}
-	root, dir, err := ResolveWorkspace(r.Workspace, r.Cwd)
-	if err != nil {
-		return Checked{}, err
-	}
-	ro, err := ResolveReadOnly(r.ReadOnly)
-	if err != nil {
-		return Checked{}, err
-	}
-	return Checked{
-		ReadOnly: ro,
-		Request:  r,
-		Root:     root,
-		Dir:      dir,
-		Timeout:  r.Timeout(),
-		Writable: r.Writable(),
-	}, nil
-}
+// Check is CheckIn with the zero Scope: every rule of the gate, in a fixed
+// order, the first that fails returned as a *RejectError: the static rules
+// (CheckStatic), staging and ro (refused: no harness allowed them), then the
+// workspace jail on disk (ResolveWorkspace). Check changes nothing on disk.
+func (r Request) Check() (Checked, error) { return r.CheckIn(Scope{}) }
 
 // CheckStatic applies the rules that need no file system, in this order:
 // the command (CheckCommand), write confirmation, shell confirmation, the

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -167,9 +168,11 @@ func (o *Options) notFoundHint(env []string) string {
 		if d.refuse != "" {
 			why = "sbx does not show it by itself: " + d.refuse
 		}
-		fmt.Fprintf(&b, "sbx: %s is installed on the host at %s, which the sandbox does not show (%s)", d.name, d.found, why)
+		// The name is the argv's, the paths are found in trees a
+		// sandbox may write: escaped.
+		fmt.Fprintf(&b, "sbx: %s is installed on the host at %s, which the sandbox does not show (%s)", safetext.Escape(d.name), safetext.Escape(d.found), safetext.Escape(why))
 		if flags != "" {
-			fmt.Fprintf(&b, "; to show it:%s", flags)
+			fmt.Fprintf(&b, "; to show it:%s", safetext.Escape(flags))
 		}
 		b.WriteString("\n")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -68,15 +69,26 @@ func writeResolvConf(stateDir string) error {
 // dnsServer answers the sandbox's queries from sbx's process: the allowed
 // names with their forwarders' addresses, the sandbox's hostname with
 // 127.0.0.1, every other name with NXDOMAIN, reported as a denial (with
-// the --allow-host hint).
+// the hint its dnsRefusal gives).
 type dnsServer struct {
 	close  func() error
 	served chan error
 }
 
+// dnsRefusal says why the DNS answerer refused a name and what to do
+// about it; the reason and hint (a whole line, or "") of its denial.
+type dnsRefusal func(name string) (reason, hint string)
+
+// noNames is the refusal of a run without --allow-host: it has no DNS.
+func noNames(name string) (string, string) {
+	n := safetext.Escape(name)
+	return "no DNS in the sandbox", fmt.Sprintf("sbx: the sandbox has no DNS; to let the program reach %s, run sbx with --allow-host %s[:PORT]\n", n, n)
+}
+
 // startDNS listens on dnsAddr in the sandbox's network namespace and
-// serves it until stop.
-func startDNS(ns *egress.Netns, rep *reporter, lookup func(string) (netip.Addr, bool)) (*dnsServer, error) {
+// serves it until stop: known gives the addresses of the names it answers,
+// why says why the others are refused.
+func startDNS(ns *egress.Netns, rep *reporter, lookup func(string) (netip.Addr, bool), why dnsRefusal) (*dnsServer, error) {
 	pc, err := ns.ListenPacket(dnsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox DNS: %w", err)
@@ -96,10 +108,11 @@ func startDNS(ns *egress.Netns, rep *reporter, lookup func(string) (netip.Addr, 
 	}
 	go func() {
 		d.served <- egress.ServeDNS(pc, known, func(name string) {
-			rep.add(gate.Violation{
+			reason, hint := why(name)
+			rep.addHinted(gate.Violation{
 				Time: time.Now(), Op: "resolve", Target: name,
-				Errno: "NXDOMAIN", Tier: "dns", Reason: "no DNS in the sandbox",
-			})
+				Errno: "NXDOMAIN", Tier: "dns", Reason: reason,
+			}, hint)
 		})
 	}()
 	return d, nil

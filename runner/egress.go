@@ -12,6 +12,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"golang.org/x/sys/unix"
@@ -72,28 +73,55 @@ func noProxy(allow egress.Allowlist) string {
 // it dies with sbx.
 type egressProxy struct {
 	p      *egress.Proxy
+	own    *egress.HostAddrs
 	served chan error
+}
+
+// proxyHint is the hint given with the first denial of the proxy, by its
+// kind: --allow-host only for what no rule allows. A name that was allowed
+// but resolved to an address the guard refuses gets no --allow-host advice
+// for that name (it was given already), and refusals for limits or
+// malformed requests get none.
+func proxyHint(d egress.Denial) string {
+	switch d.Kind {
+	case egress.DenyNotAllowed:
+		t := safetext.Escape(d.Target())
+		return fmt.Sprintf("sbx: to let the program reach %s, run sbx with --allow-host %s\n", t, t)
+	case egress.DenyAddress:
+		return fmt.Sprintf("sbx: %s is allowed, but its name %s; sbx refuses such addresses to names (DNS rebinding). Only an --allow-host rule naming that address itself lets it through\n",
+			safetext.Escape(d.Target()), safetext.Escape(d.Reason))
+	}
+	return ""
 }
 
 // startEgress opens the proxy's listener in the sandbox's network
 // namespace and serves it. The network wall's exception for the endpoint
 // (netPolicy) is the caller's. Call it after sandbox.Create and before Exec.
 func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *reporter) (*egressProxy, error) {
+	// The host's own addresses, as sbx's namespace (where the proxy
+	// dials from) has them.
+	own, err := egress.WatchHostAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy: %w", err)
+	}
 	ln, err := ns.Listen(proxyAddr.String())
 	if err != nil {
+		own.Close()
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	p := &egress.Proxy{
 		Allow:    allow,
 		Resolver: testResolver(),
+		Own:      own,
 		Report: func(d egress.Denial) {
-			rep.add(gate.Violation{
+			v := gate.Violation{
 				Time: time.Now(), Op: "connect", Target: d.Target(),
 				Errno: "EACCES", Tier: "proxy", Reason: d.Reason,
-			})
+			}
+			rep.addHinted(v, proxyHint(d))
 		},
 	}
-	e := &egressProxy{p: p, served: make(chan error, 1)}
+	e := &egressProxy{p: p, own: own, served: make(chan error, 1)}
 	go func() { e.served <- p.Serve(ln) }()
 	return e, nil
 }
@@ -122,6 +150,7 @@ func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter
 	}
 	stops = append(stops, func() { _ = ns.Close() })
 	var lookup func(string) (netip.Addr, bool) // allowed names' addresses in the sandbox
+	var why dnsRefusal = noNames
 	if len(o.allow) > 0 {
 		px, err := startEgress(ns, o.allow, rep)
 		if err != nil {
@@ -139,13 +168,13 @@ func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter
 				stop()
 				return nil, err
 			}
-			lookup = fw.lookup
+			lookup, why = fw.lookup, fw.refusal
 		}
 	}
 	if o.loopback() {
 		// A name lookup fails at once (NXDOMAIN), and is reported; an
 		// allowed name gets the address of its forwarder.
-		dns, err := startDNS(ns, rep, lookup)
+		dns, err := startDNS(ns, rep, lookup, why)
 		if err != nil {
 			stop()
 			return nil, err
@@ -166,6 +195,7 @@ func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter
 // close ends every tunnel and connection.
 func (e *egressProxy) close(log io.Writer) {
 	e.p.Close()
+	e.own.Close()
 	if err := <-e.served; err != nil && !errors.Is(err, egress.ErrClosed) {
 		fmt.Fprintf(log, "sbx: warning: egress proxy: %v\n", err)
 	}

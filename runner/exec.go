@@ -21,6 +21,11 @@ type ExecOptions struct {
 	// Log receives sbx's own messages (housekeeping of earlier runs,
 	// warnings; os.Stderr if nil), never mixed into the result's output.
 	Log io.Writer
+	// ReadOnlyRoots are the directories a request's ro paths must lie in
+	// (sbx exec --ro-root); none: a request may name no ro path.
+	ReadOnlyRoots []string
+	// AllowStage lets a request ask for staging (sbx exec --allow-stage).
+	AllowStage bool
 }
 
 // Exec runs one sandbox-tool request (see package gate) with the fixed
@@ -30,7 +35,7 @@ type ExecOptions struct {
 // sandbox and yields status "cancelled". The output is stdout then stderr,
 // shaped by gate.ShapeTails.
 func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
-	checked, err := req.Check()
+	checked, err := req.CheckIn(gate.Scope{ReadOnlyRoots: eo.ReadOnlyRoots, Stage: eo.AllowStage, Cred: InvokerCred()})
 	if err != nil {
 		return gate.Rejected(err)
 	}
@@ -44,7 +49,8 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Args:      checked.Request.Command,
 		Workspace: checked.Root,
 		Write:     checked.Writable,
-		// The request's ro paths, real, checked again as host paths.
+		// The request's ro paths, inside the harness's roots, checked
+		// again as host paths.
 		RequestReadOnly: checked.ReadOnly,
 		Cwd:             checked.Dir,
 		Home:            HomeTmp,
@@ -61,7 +67,7 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		Stderr:   stderr,
 		Log:      eo.Log,
 		StateDir: eo.StateDir,
-		NoStage:  !checked.Request.Stage,
+		NoStage:  !checked.Request.Stage || !eo.AllowStage,
 		// The denials go to the result, not to Log.
 		QuietDenials: true,
 		// A request names what it needs (ro): nothing is shown unasked.

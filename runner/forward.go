@@ -8,6 +8,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/canary"
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/policy"
 )
 
@@ -76,6 +77,25 @@ func (f *forwarders) start() error {
 	return nil
 }
 
+// refusal is the DNS answerer's dnsRefusal for a run with --allow-host: a
+// name no rule allows is "not allowed" (with the --allow-host hint); an
+// allowed one that got no address is the forwarders' limit or failure, for
+// which --allow-host is no advice.
+func (f *forwarders) refusal(name string) (string, string) {
+	n := safetext.Escape(name)
+	if len(f.allow.NamePorts(name)) == 0 {
+		return "not allowed", fmt.Sprintf("sbx: to let the program reach %s, run sbx with --allow-host %s[:PORT]\n", n, n)
+	}
+	f.mu.Lock()
+	full := len(f.names) >= maxForwardNames
+	f.mu.Unlock()
+	if full {
+		return fmt.Sprintf("allowed, but the sandbox's DNS answers at most %d allowed names", maxForwardNames),
+			fmt.Sprintf("sbx: the sandbox's DNS gives addresses to at most %d allowed names, and %s came later; clients that use the proxy (HTTPS_PROXY) still reach it\n", maxForwardNames, n)
+	}
+	return "allowed, but its forwarder could not be opened", ""
+}
+
 // lookup is the DNS answerer's: the address of an allowed name's
 // forwarder, opened now for a name only a wildcard rule allows.
 func (f *forwarders) lookup(name string) (netip.Addr, bool) {
@@ -87,7 +107,7 @@ func (f *forwarders) lookup(name string) (netip.Addr, bool) {
 		f.mu.Lock()
 		if !f.warned {
 			f.warned = true
-			fmt.Fprintf(f.log, "sbx: warning: egress forwarder for %s: %v\n", name, err)
+			fmt.Fprintf(f.log, "sbx: warning: egress forwarder for %s: %s\n", safetext.Escape(name), safetext.Escape(err.Error()))
 		}
 		f.mu.Unlock()
 		return netip.Addr{}, false

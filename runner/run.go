@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/egress"
@@ -123,6 +124,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		r.rep = newReporter(nil, o.Violations)
 	}
 	r.rep.silent = o.Quiet
+	r.rep.allow = o.allow
 	for _, h := range spec.Hidden {
 		r.rep.masks = append(r.rep.masks, h.Path)
 	}
@@ -175,8 +177,9 @@ func (o *Options) housekeeping() {
 		fmt.Fprintf(o.Log, "sbx: cleaned up %d sandbox(es) left by a killed sbx\n", len(ids))
 	}
 	sweepTmpHomes(o.StateDir)
-	if err := stage.Recover(stagingStateDir(o.StateDir), o.Log); err != nil {
-		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %v\n", err)
+	// Staging names files a sandbox wrote: its lines are escaped.
+	if err := stage.Recover(stagingStateDir(o.StateDir), safetext.LineWriter(o.Log)); err != nil {
+		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %s\n", safetext.Escape(err.Error()))
 	}
 }
 
@@ -725,7 +728,7 @@ func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, e
 		SandboxHomeInside: spec.HomeInside,
 		StateDir:          stateDir,
 		RunID:             spec.ID,
-		Warn:              o.Log,
+		Warn:              safetext.LineWriter(o.Log), // names the sandbox wrote or the argv chose
 		Writable:          append([]string{spec.Workspace, spec.Home}, spec.ReadWrite...),
 		Throwaway:         o.Home == HomeTmp,
 		Cred:              o.cred,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
 )
@@ -163,7 +164,7 @@ type copyBackTier struct {
 func (t *copyBackTier) close(r *run) {
 	if err := t.plan.Finish(); err != nil {
 		r.res.CopyBackErr = err
-		fmt.Fprintf(r.o.Log, "sbx: copying staged files back: %v\n", err)
+		fmt.Fprintf(r.o.Log, "sbx: copying staged files back: %s\n", safetext.Escape(err.Error()))
 	}
 }
 
@@ -173,7 +174,7 @@ type rwCopyBackTier struct{ base }
 
 func (rwCopyBackTier) close(r *run) {
 	if err := r.o.copyBackRW(r.o.rwCopies, r.spec.Home); err != nil {
-		fmt.Fprintf(r.o.Log, "sbx: copying --rw files back: %v\n", err)
+		fmt.Fprintf(r.o.Log, "sbx: copying --rw files back: %s\n", safetext.Escape(err.Error()))
 		if r.res.CopyBackErr == nil {
 			r.res.CopyBackErr = err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/canary"
+	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 )
 
 // maxViolationLines bounds the "sbx: denied" lines printed per run; the
@@ -109,6 +112,9 @@ type reporter struct {
 	pending    []string
 	// masks are the run's --mask paths, for the tier of their denials.
 	masks []string
+	// allow is the run's --allow-host list, so that a hint never advises
+	// a rule that was given.
+	allow egress.Allowlist
 	// silent prints no denial lines nor hints (sbx run --quiet); the
 	// --violations file and the count at the end stay.
 	silent bool
@@ -197,6 +203,14 @@ func (r *reporter) add(v gate.Violation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.addLocked(v)
+}
+
+// addHinted reports v with hint (a whole line, or "" for none) in place of
+// netHint's: the proxy and the DNS answerer know better why they refused.
+func (r *reporter) addHinted(v gate.Violation, hint string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addHintedLocked(v, hint)
 }
 
 // addEvent reports a BPF event, leaving out what is not the program's
@@ -290,26 +304,41 @@ func (r *reporter) addQuietLocked(v gate.Violation) {
 }
 
 // netHint is the line printed once, after the first refused attempt to
-// reach the network: how to allow it.
-func netHint(v gate.Violation) string {
+// reach the network that the network wall refused: how to allow it. (The
+// proxy's and the DNS answerer's denials bring their own, see addHinted.)
+func netHint(v gate.Violation, allow egress.Allowlist) string {
+	t := safetext.Escape(v.Target)
 	switch {
 	case v.Op == "socket" && strings.HasPrefix(v.Target, "AF_INET"):
 		return "sbx: the program has no network (--net none); --net loopback gives it its own loopback, --allow-host HOST[:PORT] a host through sbx's proxy\n"
-	case v.Op == "resolve":
-		return fmt.Sprintf("sbx: the sandbox has no DNS; to let the program reach %s, run sbx with --allow-host %s[:PORT]\n", v.Target, v.Target)
+	case v.Op == "connect" && allowedTarget(v.Target, allow):
+		// Allowed already, but dialed past the proxy (the wall's limit
+		// of direct endpoints, or --net none).
+		return fmt.Sprintf("sbx: %s is allowed, but only through sbx's proxy: the program dialed it directly; clients that honour HTTPS_PROXY (set in the sandbox) reach it\n", t)
 	case v.Op == "connect":
-		return fmt.Sprintf("sbx: to let the program reach %s, run sbx with --allow-host %s\n", v.Target, v.Target)
+		return fmt.Sprintf("sbx: to let the program reach %s, run sbx with --allow-host %s\n", t, t)
 	case v.Op == "sendmsg":
 		// sbx's proxy and forwarders carry TCP streams, not datagrams.
-		return fmt.Sprintf("sbx: to let the program reach %s: --allow-host %s opens TCP to it; datagrams beyond the sandbox's loopback stay refused\n", v.Target, v.Target)
+		return fmt.Sprintf("sbx: to let the program reach %s: --allow-host %s opens TCP to it; datagrams beyond the sandbox's loopback stay refused\n", t, t)
 	}
 	return ""
 }
 
-func (r *reporter) addLocked(v gate.Violation) {
+func (r *reporter) addLocked(v gate.Violation) { r.addHintedLocked(v, netHint(v, r.allow)) }
+
+// allowedTarget reports whether target, an IP:PORT the wall refused, is
+// one an --allow-host rule allows.
+func allowedTarget(target string, allow egress.Allowlist) bool {
+	ap, err := netip.ParseAddrPort(target)
+	return err == nil && allow.Allows(ap.Addr().String(), ap.Port())
+}
+
+// addHintedLocked records v; hint, if any, is printed after v's line
+// unless a network hint was printed already.
+func (r *reporter) addHintedLocked(v gate.Violation, hint string) {
 	r.total++
 	if !r.netHinted && !r.silent {
-		if h := netHint(v); h != "" {
+		if h := hint; h != "" {
 			r.netHinted = true
 			defer r.emit(h) // after the denial's own line
 		}
@@ -345,7 +374,10 @@ func (r *reporter) addLocked(v gate.Violation) {
 	if v.Reason != "" {
 		detail = v.Reason
 	}
-	r.emit(fmt.Sprintf("sbx: denied %s %s (%s)\n", v.Op, v.Target, detail))
+	// Every part may come from the sandbox (a name it looked up, a path,
+	// its comm): escaped, so that it cannot forge a line or move the
+	// terminal.
+	r.emit(fmt.Sprintf("sbx: denied %s %s (%s)\n", safetext.Escape(v.Op), safetext.Escape(v.Target), safetext.Escape(detail)))
 }
 
 // writeLocked writes v to --violations, unless violationsPerSecond records

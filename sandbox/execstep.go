@@ -14,6 +14,8 @@ import (
 	"github.com/opencontainers/runc/libcontainer/seccomp"
 	"golang.org/x/sys/unix"
 	"kernel.org/pub/linux/libs/security/libcap/psx"
+
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 )
 
 // The exec step starts the program of a rootless sandbox. Its user
@@ -148,7 +150,7 @@ func runExecStep(args []string) int {
 		return 125
 	}
 	err = unix.Exec(path, args, os.Environ())
-	fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", args[0], err)
+	fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", safetext.Escape(args[0]), err)
 	if errors.Is(err, unix.ENOENT) {
 		return ExitNotFound
 	}

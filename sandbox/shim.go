@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/canary"
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 )
 
 // shimEnv carries the [ShimConfig] from sbx to the shim; the shim removes it
@@ -188,7 +189,7 @@ func RunShim(args []string) int {
 			Sys:   attr,
 		})
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", args[0], unwrapExecErr(err))
+			fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", safetext.Escape(args[0]), unwrapExecErr(err))
 			if errors.Is(err, unix.ENOENT) {
 				return ExitNotFound
 			}
@@ -390,14 +391,14 @@ func lookPath(name string) (string, int) {
 	}
 	var execErr *exec.Error
 	if errors.As(err, &execErr) && errors.Is(execErr.Err, exec.ErrNotFound) {
-		fmt.Fprintf(os.Stderr, "sbx: %s: command not found\n", name)
+		fmt.Fprintf(os.Stderr, "sbx: %s: command not found\n", safetext.Escape(name))
 		return "", ExitNotFound
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(os.Stderr, "sbx: %s: no such file or directory\n", name)
+		fmt.Fprintf(os.Stderr, "sbx: %s: no such file or directory\n", safetext.Escape(name))
 		return "", ExitNotFound
 	}
-	fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", name, unwrapExecErr(err))
+	fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", safetext.Escape(name), unwrapExecErr(err))
 	return "", ExitNotExecutable
 }
 

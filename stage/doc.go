@@ -26,8 +26,9 @@
 // in this order: at most MaxFileSize (8 MiB) per file, under an allowed root,
 // fewer than MaxFiles (16) files staged in the run (a directory counts its
 // files). The allowed roots are os.TempDir(), /tmp, the agent's config tree
-// (pi: the parent of PI_CODING_AGENT_DIR, default ~/.pi; claude:
-// CLAUDE_CONFIG_DIR, default ~/.claude) and the cwd, each resolved; a match
+// (pi: PI_CODING_AGENT_DIR itself, default ~/.pi/agent; claude:
+// CLAUDE_CONFIG_DIR, default ~/.claude) and the cwd, each resolved and
+// dropped when missing; a match
 // is the root itself or below root+"/". "/" is never a root. A symlink in
 // /tmp pointing outside the roots is therefore not staged. A value that fails
 // is left as it is, with "sbx: not staging --flag value: reason" on the

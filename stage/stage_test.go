@@ -2,6 +2,7 @@ package stage
 
 import (
 	"fmt"
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -534,17 +535,21 @@ func TestPrepareFailureCleansUp(t *testing.T) {
 
 func TestDefaultRoots(t *testing.T) {
 	o := Options{Cwd: "/w", HostHome: "/h"}
-	if got, want := DefaultRoots(Pi, o), []string{os.TempDir(), "/tmp", "/h/.pi", "/w"}; !reflect.DeepEqual(got, want) {
+	if got, want := DefaultRoots(Pi, o), []string{os.TempDir(), "/tmp", "/h/.pi/agent", "/w"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pi default roots %q, want %q", got, want)
 	}
 	o.Env = func(k string) string {
 		return map[string]string{"PI_CODING_AGENT_DIR": "~/cfg/pi-agent", "CLAUDE_CONFIG_DIR": "/c/claude"}[k]
 	}
-	if got := DefaultRoots(Pi, o)[2]; got != "/h/cfg" {
-		t.Errorf("PI_CODING_AGENT_DIR root %q, want /h/cfg", got)
+	if got := DefaultRoots(Pi, o)[2]; got != "/h/cfg/pi-agent" {
+		t.Errorf("PI_CODING_AGENT_DIR root %q, want /h/cfg/pi-agent (the agent dir, not its parent)", got)
 	}
 	if got := DefaultRoots(Claude, o)[2]; got != "/c/claude" {
 		t.Errorf("CLAUDE_CONFIG_DIR root %q", got)
+	}
+	o.Env = func(k string) string { return map[string]string{"PI_CODING_AGENT_DIR": "/etc/pi-agent"}[k] }
+	if got := DefaultRoots(Pi, o)[2]; got != "/etc/pi-agent" {
+		t.Errorf("PI_CODING_AGENT_DIR=/etc/pi-agent: root %q, want /etc/pi-agent", got)
 	}
 	o.HostHome, o.Env = "", nil
 	if got := DefaultRoots(Pi, o); len(got) != 3 {
@@ -595,5 +600,69 @@ func TestDefaultRootsInPrepare(t *testing.T) {
 	}
 	if !strings.Contains(e.warnings.String(), "sbx: ignoring allowed root /: it resolves to /") {
 		t.Errorf("warnings %q", e.warnings.String())
+	}
+}
+
+// TestPiAgentDirIsTheRoot (issue 25): PI_CODING_AGENT_DIR makes the agent
+// dir itself a root, never its parent (PI_CODING_AGENT_DIR=/etc/pi-agent
+// must not open /etc), and a missing one makes no root at all. Outside
+// /tmp (a root of its own), under /var/tmp.
+func TestPiAgentDirIsTheRoot(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "sbx-stage-test-")
+	if err != nil {
+		t.Skipf("no /var/tmp outside the /tmp root: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if base, err = filepath.EvalSymlinks(base); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{os.TempDir(), "/tmp"} {
+		if hostfs.Within(base, r) {
+			t.Skipf("%s is under the root %s", base, r)
+		}
+	}
+	write := func(rel string) string {
+		p := filepath.Join(base, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("X"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	inAgent := write("etc/pi-agent/extensions/x.mjs")
+	beside := write("etc/secret.mjs")
+	e := newEnv(t)
+	for _, c := range []struct {
+		name, agentDir, arg string
+		staged              bool
+	}{
+		{"in the agent dir", filepath.Join(base, "etc/pi-agent"), inAgent, true},
+		{"beside the agent dir", filepath.Join(base, "etc/pi-agent"), beside, false},
+		{"missing agent dir", filepath.Join(base, "etc/missing-agent"), beside, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.warnings.Reset()
+			o := e.opts()
+			o.Roots = nil
+			o.Env = func(k string) string {
+				if k == "PI_CODING_AGENT_DIR" {
+					return c.agentDir
+				}
+				return ""
+			}
+			p, err := Prepare([]string{"pi", "-e", c.arg}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Finish()
+			if staged := p.Argv()[2] != c.arg; staged != c.staged {
+				t.Errorf("argv %q: staged %v, want %v (warnings %q)", p.Argv(), staged, c.staged, e.warnings.String())
+			}
+			if !c.staged && !strings.Contains(e.warnings.String(), "sbx: not staging") {
+				t.Errorf("no warning for the refused value: %q", e.warnings.String())
+			}
+		})
 	}
 }

@@ -197,8 +197,10 @@ var Pi = &Agent{
 			}
 			dir = filepath.Join(home, ".pi", "agent")
 		}
-		// The agent dir's parent (~/.pi) holds pi's other trees as well.
-		return filepath.Dir(expandHome(dir, home))
+		// The agent dir itself (its sessions, extensions, themes), never
+		// its parent: PI_CODING_AGENT_DIR=/etc/pi-agent must not make
+		// /etc a root. A missing one is no root (resolveRoots).
+		return expandHome(dir, home)
 	},
 }
 

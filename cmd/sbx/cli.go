@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/safetext"
 )
 
 // Exit statuses of sbx's own, as container runtimes use them.
@@ -91,15 +93,10 @@ func sbxMain(args []string, s streams) int {
 // fail prints err as one sbx line and returns the sbx error status.
 func fail(s streams, err error) int {
 	msg := strings.TrimPrefix(err.Error(), "sbx: ")
-	// One line, whatever the input quoted in it: control characters
-	// (a newline in an argument, escapes) are shown escaped.
-	msg = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, msg)
-	fmt.Fprintf(s.err, "sbx: %s\n", msg)
+	// One line, whatever the input quoted in it: control and bidi
+	// characters (a newline in an argument, escapes, names a sandbox
+	// wrote) are shown escaped.
+	fmt.Fprintf(s.err, "sbx: %s\n", safetext.Escape(msg))
 	return exitSbxError
 }
 

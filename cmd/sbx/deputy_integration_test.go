@@ -241,7 +241,9 @@ func TestDeputyPathArguments(t *testing.T) {
 }
 
 // TestDeputyExecStagingOptIn: sbx exec stages a host path named in the
-// model's command only when the request says "stage": true.
+// model's command only when the request says "stage": true and the
+// harness allowed staging (--allow-stage); without the flag such a
+// request is rejected and nothing runs.
 func TestDeputyExecStagingOptIn(t *testing.T) {
 	b := newBox(t)
 	writeFile(t, filepath.Join(b.ws, "pi"), "#!/bin/sh\necho \"$2\"\n", 0o755)
@@ -253,7 +255,13 @@ func TestDeputyExecStagingOptIn(t *testing.T) {
 	if got := strings.TrimSpace(run.res.Output); got != ext {
 		t.Errorf("without stage the argument was rewritten: %q", got)
 	}
-	run = b.exec(b.req(cmd, "stage", true))
+	b.exec(b.req(cmd, "stage", true)).wantRejected(t, "the harness did not enable staging (sbx exec --allow-stage)")
+	run = b.exec(b.req(cmd), "--allow-stage")
+	run.wantExited(t, 0)
+	if got := strings.TrimSpace(run.res.Output); got != ext {
+		t.Errorf("--allow-stage alone staged: %q", got)
+	}
+	run = b.exec(b.req(cmd, "stage", true), "--allow-stage")
 	run.wantExited(t, 0)
 	if got := run.res.Output; !strings.Contains(got, "/.sbx-staging/") {
 		t.Errorf("with stage the argument was not staged: %q", got)

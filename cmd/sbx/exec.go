@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
@@ -16,7 +17,7 @@ import (
 	"github.com/sbx-sandbox/sbx/runner"
 )
 
-const execUsageText = `Usage: sbx exec [--request FILE] < request.json
+const execUsageText = `Usage: sbx exec [--request FILE] [--ro-root DIR]... [--allow-stage] < req.json
 
 Runs one command described by a JSON request and writes one JSON result on
 stdout (nothing else is written there). This is the native form of the
@@ -31,9 +32,17 @@ Request (JSON Schema: gate/request.schema.json):
    "allowShell": false, "confirmShell": false,  sh/bash/... need both
    "timeoutMs": 120000,              optional, at most 120000
    "ro": ["/opt/agent"],             optional, up to 16 absolute existing paths
-                                     shown read-only (never the home or above)
+                                     shown read-only, each inside a --ro-root
+                                     (never the home or above)
    "stage": false}                   stage host paths named in the command
-                                     (an agent's --session ...): off unless true
+                                     (an agent's --session ...): off unless
+                                     true, refused without --allow-stage
+
+The flags are the harness's, never the model's: --ro-root DIR lets requests
+name ro paths inside DIR (the directory itself or below it, compared by
+device and inode; a path through a symbolic link is refused), and
+--allow-stage lets them ask for staging. Without them a request naming ro
+paths or "stage": true is rejected.
 
 Result (JSON Schema: gate/result.schema.json):
   {"status": "exited"|"timed_out"|"failed"|"rejected"|"cancelled",
@@ -57,12 +66,21 @@ func execUsage(fs *flag.FlagSet) string { return execUsageText + "\n" + flagHelp
 func cmdExec(args []string, s streams) int {
 	fs := newFlagSet("exec")
 	var reqFile string
+	var roRoots listFlag
+	var allowStage bool
 	fs.StringVar(&reqFile, "request", "", "`FILE` read the request from FILE instead of stdin")
+	fs.Var(&roRoots, "ro-root", "`DIR` let requests name ro paths inside DIR (repeatable; none: requests may name no ro path)")
+	fs.BoolVar(&allowStage, "allow-stage", false, "let requests ask for \"stage\": true (staging host paths named in the command)")
 	if code, done := parseCommand(s, "exec", fs, args, execUsage); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return fail(s, fmt.Errorf("exec: unexpected argument %q: the command goes in the JSON request", fs.Arg(0)))
+	}
+	for _, r := range roRoots {
+		if !filepath.IsAbs(r) {
+			return fail(s, fmt.Errorf("exec: --ro-root %q: want an absolute path", r))
+		}
 	}
 	var in io.Reader = s.in
 	if reqFile != "" {
@@ -87,7 +105,7 @@ func cmdExec(args []string, s streams) int {
 		res = gate.Rejected(err)
 	} else {
 		ctx, stop := signal.NotifyContext(context.Background(), unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
-		res = runner.Exec(ctx, req, runner.ExecOptions{})
+		res = runner.Exec(ctx, req, runner.ExecOptions{ReadOnlyRoots: roRoots, AllowStage: allowStage})
 		stop()
 	}
 	enc := json.NewEncoder(s.out)

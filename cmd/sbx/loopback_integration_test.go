@@ -277,7 +277,7 @@ func TestEgressTransparent(t *testing.T) {
 	if up.hits.Load() != 2 {
 		t.Errorf("upstream hits %d, want 2", up.hits.Load())
 	}
-	if !strings.Contains(r.stderr, "sbx: denied resolve evil.test (no DNS in the sandbox)\n") {
+	if !strings.Contains(r.stderr, "sbx: denied resolve evil.test (not allowed)\n") {
 		t.Errorf("the refused name is not reported\n%v", r)
 	}
 }
