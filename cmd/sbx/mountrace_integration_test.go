@@ -348,3 +348,58 @@ func TestMountSwapRaceControl(t *testing.T) {
 		t.Errorf("no run saw another tree with the check turned off in %d runs: the race did not happen, so TestMountSwapRace proves nothing here", c[0]+c[1]+c[2]+c[3])
 	}
 }
+
+// TestMountPointSymlinkInHome: a bind that lands inside the sbx home (an
+// agent's file below ~/.pi/agent, mounted --ro over the home) needs a
+// mount point there. A symlink an earlier run planted on the way (.pi ->
+// a directory of the writable workspace) would have led runc, as root,
+// to create the mount point through it (victim/agent/ appeared in the
+// workspace, and the check after the setup then refused the run); sbx
+// creates mount points itself, as the
+// user and without following links, and refuses (125) when one is a
+// symlink. The control: without the link the file is mounted, and its
+// mount point in the sbx home is a plain file.
+func TestMountPointSymlinkInHome(t *testing.T) {
+	b := newBox(t)
+	home := b.tempDir()
+	agent := filepath.Join(home, ".pi", "agent")
+	if err := os.MkdirAll(agent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(agent, "models.json"), "RIGHT\n", 0o644)
+	chownToUser(t, filepath.Join(home, ".pi"), agent, filepath.Join(agent, "models.json"))
+	env := []string{"HOME=" + home}
+	models := filepath.Join(agent, "models.json")
+	args := []string{"--write", "--ro", models, "--", "cat", models}
+
+	r := b.runOpts(opts{env: env}, args...)
+	if r.code != 0 || r.stdout != "RIGHT\n" {
+		t.Fatalf("control: want the mounted file\n%v", r)
+	}
+	sbxHome := b.sbxHome(b.data)
+	fi, err := os.Lstat(filepath.Join(sbxHome, ".pi", "agent", "models.json"))
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("control: the mount point in the sbx home is not a regular file: %v %v", fi, err)
+	}
+
+	// A run planted .pi -> a directory of the workspace in the sbx home.
+	victim := filepath.Join(b.ws, "victim")
+	if err := os.Mkdir(victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chownToUser(t, victim)
+	if err := os.RemoveAll(filepath.Join(sbxHome, ".pi")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(sbxHome, ".pi")); err != nil {
+		t.Fatal(err)
+	}
+	chownToUser(t, filepath.Join(sbxHome, ".pi"))
+	r = b.runOpts(opts{env: env}, args...)
+	if r.code != exitSbxError || !strings.Contains(r.stderr, "its mount point in the sbx home is a symlink") || r.stdout != "" {
+		t.Errorf("a symlink on the way to a mount point in the sbx home: want exit 125 naming it\n%v", r)
+	}
+	if entries, _ := os.ReadDir(victim); len(entries) != 0 {
+		t.Errorf("something was created through the planted symlink: %v", entries)
+	}
+}
