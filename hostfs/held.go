@@ -40,17 +40,21 @@ func (h *Held) Close() error { return h.File.Close() }
 // evaluated once (a user's path may legitimately be reached through some,
 // such as /home -> /var/home), then the canonical path is opened with
 // O_PATH from "/" without following a symlink in any component. A
-// component that became a symlink between the two steps fails with
+// component that became a symlink between the two steps, or a file that
+// is no longer at the canonical path once opened (renamed), fails with
 // [ErrChanged]. Everything about the file is then read from the
 // descriptor, never by name again.
 func (c Cred) Hold(p string) (*Held, error) {
 	if !filepath.IsAbs(p) {
 		return nil, fmt.Errorf("resolve %s: not an absolute path", p)
 	}
-	var f *os.File
+	var (
+		f     *os.File
+		canon string
+	)
 	err := c.Do(func() error {
-		canon, err := filepath.EvalSymlinks(p)
-		if err != nil {
+		var err error
+		if canon, err = filepath.EvalSymlinks(p); err != nil {
 			return err
 		}
 		f, err = OpenPath(canon, unix.O_PATH)
@@ -63,6 +67,11 @@ func (c Cred) Hold(p string) (*Held, error) {
 		return nil, err
 	}
 	h, err := held(f)
+	if err == nil && h.Path != canon {
+		// Renamed (or exchanged) since it was opened: the name sbx
+		// would mount is no longer the file it holds.
+		err = fmt.Errorf("%s: %w (now at %s)", p, ErrChanged, h.Path)
+	}
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -113,10 +113,15 @@ func refusalKind(s string) string {
 }
 
 // swapFixture makes the kind's path in a directory of its own, with the
-// right marker, and the symlink it is exchanged with.
-func swapFixture(t *testing.T, b *box, k swapKind) (p, link string) {
+// right marker, and the symlink it is exchanged with; owned by uid when it
+// is not -1 (sudo's user), else by the box's user.
+func swapFixture(t *testing.T, b *box, k swapKind, uid int) (p, link string) {
 	dir := b.tempDir()
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	p, link = filepath.Join(dir, "x"), filepath.Join(dir, "x.swap")
+	made := []string{dir, p}
 	if k.file {
 		writeFile(t, p, "RIGHT\n", 0o644)
 	} else {
@@ -124,9 +129,18 @@ func swapFixture(t *testing.T, b *box, k swapKind) (p, link string) {
 			t.Fatal(err)
 		}
 		writeFile(t, filepath.Join(p, "marker"), "RIGHT\n", 0o644)
-		chownToUser(t, p)
+		made = append(made, filepath.Join(p, "marker"))
 	}
-	chownToUser(t, markerOf(p, k.file))
+	for _, f := range made[1:] {
+		chownToUser(t, f)
+	}
+	if uid >= 0 {
+		for _, f := range made {
+			if err := os.Chown(f, uid, uid); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	if err := os.Symlink(swapTarget(k.file), link); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +167,12 @@ func raceRun(t *testing.T, b *box, bin string, k swapKind, p string, env []strin
 			return sawRight, ""
 		case res.Status == gate.StatusExited:
 			return sawWrong, r.stdout
-		case (res.Status == gate.StatusRejected || res.Status == gate.StatusFailed) && containsAny(res.Error, refusals):
+		case res.Status == gate.StatusRejected:
+			// sbx exec's own checks of the request (the gate
+			// resolves the workspace, cwd and ro by name first)
+			// met the swap: nothing ran.
+			return refused, res.Error
+		case res.Status == gate.StatusFailed && containsAny(res.Error, refusals):
 			return refused, res.Error
 		}
 		return unexpected, r.stdout
@@ -240,21 +259,37 @@ func (s *swapper) end(t *testing.T) {
 // marker or refuse (125, or a rejected/failed request) saying why; none
 // may see another tree. The control of each kind is a run without the
 // swaps, which sees the marker; TestMountSwapRaceControl shows the same
-// race seen without the check.
+// race seen without the check. As root it runs as plain root and as root
+// with sudo's variables (the paths are then resolved as the user).
 func TestMountSwapRace(t *testing.T) {
-	b := newBox(t)
+	requireRoot(t)
+	t.Parallel()
 	bin := testBin(t)
-	const runsPerKind = 10
+	for _, m := range deputyModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			b := newSerialBox(t)
+			if m.uid >= 0 {
+				if err := os.Chown(b.ws, m.uid, m.uid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			swapRace(t, b, bin, m)
+		})
+	}
+}
+
+// swapRace is TestMountSwapRace in one mode.
+func swapRace(t *testing.T, b *box, bin string, m deputyMode) {
+	const runsPerKind = 8
 	var total atomic.Int64
 	counts := map[string][4]int{}
 	why := map[string]int{}
-	var mu sync.Mutex
 	for _, k := range swapKinds {
 		t.Run(k.name, func(t *testing.T) {
 			b := b.in(t)
-			p, link := swapFixture(t, b, k)
+			p, link := swapFixture(t, b, k, m.uid)
 			// Control: no swap, the marker is seen.
-			if o, detail := raceRun(t, b, bin, k, p, nil); o != sawRight {
+			if o, detail := raceRun(t, b, bin, k, p, m.env); o != sawRight {
 				t.Fatalf("control without swaps: want the marker\n%s", detail)
 			}
 			var inflight atomic.Int32
@@ -268,7 +303,7 @@ func TestMountSwapRace(t *testing.T) {
 					defer wg.Done()
 					inflight.Add(1)
 					defer inflight.Add(-1)
-					o, detail := raceRun(t, b, bin, k, p, nil)
+					o, detail := raceRun(t, b, bin, k, p, m.env)
 					results <- [2]any{o, detail}
 				}()
 				if i%2 == 1 {
@@ -281,12 +316,9 @@ func TestMountSwapRace(t *testing.T) {
 			for r := range results {
 				o, detail := r[0].(raceOutcome), r[1].(string)
 				c[o]++
-				if o == refused {
-					mu.Lock()
-					why[refusalKind(detail)]++
-					mu.Unlock()
-				}
 				switch o {
+				case refused:
+					why[refusalKind(detail)]++
 				case sawWrong:
 					t.Errorf("a run saw another tree than %s:\n%s", p, detail)
 				case unexpected:
@@ -294,9 +326,7 @@ func TestMountSwapRace(t *testing.T) {
 				}
 			}
 			total.Add(sw.overlap.Load())
-			mu.Lock()
 			counts[k.name] = c
-			mu.Unlock()
 			t.Logf("%d swaps during runs; %d saw the marker, %d refused", sw.overlap.Load(), c[sawRight], c[refused])
 		})
 	}
@@ -319,7 +349,7 @@ func TestMountSwapRaceControl(t *testing.T) {
 	b := newBox(t)
 	bin := testBin(t)
 	k := swapKinds[0] // the workspace of sbx run
-	p, link := swapFixture(t, b, k)
+	p, link := swapFixture(t, b, k, -1)
 	var inflight atomic.Int32
 	sw := startSwapper(p, link, &inflight)
 	defer func() {
