@@ -115,22 +115,33 @@ func held(f *os.File) (*Held, error) {
 	return h, nil
 }
 
-// IDInRoot returns the FileID of the absolute path p inside the tree whose
+// OpenInRoot opens the absolute path p with O_PATH inside the tree whose
 // root is the open directory root (a sandbox's /proc/PID/root): p is
 // resolved as if root were "/" (RESOLVE_IN_ROOT) and no symlink or magic
-// link is followed at any component, so the answer is about what the
-// sandbox shows at p, never about a file a link there names.
-func IDInRoot(root *os.File, p string) (FileID, error) {
+// link is followed at any component (ELOOP), so the file is what the
+// sandbox shows at p, never a file a link there names.
+func OpenInRoot(root *os.File, p string) (*os.File, error) {
+	if !filepath.IsAbs(p) {
+		return nil, fmt.Errorf("%s: not an absolute path", p)
+	}
 	rel, err := filepath.Rel("/", filepath.Clean(p))
-	if err != nil || !filepath.IsAbs(p) {
-		return FileID{}, fmt.Errorf("%s: not an absolute path", p)
+	if err != nil {
+		return nil, err
 	}
 	fd, err := openat2(int(root.Fd()), rel, unix.O_PATH, 0,
 		unix.RESOLVE_IN_ROOT|unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
 	if err != nil {
-		return FileID{}, &os.PathError{Op: "open", Path: p, Err: err}
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), p)
+	return os.NewFile(uintptr(fd), p), nil
+}
+
+// IDInRoot returns the FileID of what [OpenInRoot] opens.
+func IDInRoot(root *os.File, p string) (FileID, error) {
+	f, err := OpenInRoot(root, p)
+	if err != nil {
+		return FileID{}, err
+	}
 	defer f.Close()
 	return IDOf(f)
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
@@ -103,7 +104,12 @@ func (o *Options) releaseHeld() {
 // sbx's own), so that the check after the setup has an identity for
 // every bind.
 func (o *Options) holdRest(spec *sandbox.Spec) error {
-	for _, b := range spec.Binds() {
+	binds := spec.Binds()
+	if spec.HiddenFile != "" {
+		// The empty file masked files show (see verifyHidden).
+		binds = append(binds, sandbox.Bind{Source: spec.HiddenFile})
+	}
+	for _, b := range binds {
 		if _, ok := o.held[b.Source]; ok {
 			continue
 		}
@@ -193,7 +199,64 @@ func (o *Options) verifyMounts(spec *sandbox.Spec, pid int) error {
 		}
 		want = append(want, e)
 	}
-	return checkInRoot(pid, want)
+	if err := checkInRoot(pid, want); err != nil {
+		return err
+	}
+	return o.verifyHidden(spec, pid)
+}
+
+// verifyHidden checks that each masked path (sbx run --mask) shows the
+// mask in the sandbox: runc mounts it by its name inside the sandbox's
+// tree, following symlinks there, so a directory of a writable tree
+// swapped for a symlink would put the mask elsewhere and leave the
+// content visible. A masked file must be the run's empty file; a masked
+// directory the root of a tmpfs of mode 0000.
+func (o *Options) verifyHidden(spec *sandbox.Spec, pid int) error {
+	root, err := openRoot(pid)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, h := range spec.Hidden {
+		if slices.ContainsFunc(spec.Hidden, func(d sandbox.Hidden) bool {
+			return d.Dir && d.Path != h.Path && within(h.Path, d.Path)
+		}) {
+			continue // inside a masked directory: that mask hides it
+		}
+		if !hiddenInPlace(root, h, o.held[spec.HiddenFile]) {
+			return fmt.Errorf("masked path %s in the sandbox does not show the mask (%w); not running", h.Path, ErrReplaced)
+		}
+	}
+	return nil
+}
+
+// hiddenInPlace reports whether root shows the mask of h at its path.
+func hiddenInPlace(root *os.File, h sandbox.Hidden, file *hostfs.Held) bool {
+	f, err := hostfs.OpenInRoot(root, h.Path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if !h.Dir {
+		id, err := hostfs.IDOf(f)
+		return err == nil && file != nil && id == file.ID
+	}
+	var stx unix.Statx_t
+	var sfs unix.Statfs_t
+	if unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_TYPE|unix.STATX_MODE, &stx) != nil || unix.Fstatfs(int(f.Fd()), &sfs) != nil {
+		return false
+	}
+	return sfs.Type == unix.TMPFS_MAGIC && stx.Mode&0o7777 == 0 &&
+		stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+}
+
+// openRoot opens the root of process pid (a sandbox's PID 1) with O_PATH.
+func openRoot(pid int) (*os.File, error) {
+	root, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("check the sandbox's mounts: %w", err)
+	}
+	return root, nil
 }
 
 // expectedFile is a path inside a sandbox and the file it must be.
@@ -207,9 +270,9 @@ type expectedFile struct {
 // path that is missing, a symlink, or another file fails with
 // [ErrReplaced].
 func checkInRoot(pid int, want []expectedFile) error {
-	root, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := openRoot(pid)
 	if err != nil {
-		return fmt.Errorf("check the sandbox's mounts: %w", err)
+		return err
 	}
 	defer root.Close()
 	for _, w := range want {

@@ -433,3 +433,53 @@ func TestMountPointSymlinkInHome(t *testing.T) {
 		t.Errorf("something was created through the planted symlink: %v", entries)
 	}
 }
+
+// TestMaskSwap: runc mounts a mask (--mask) by its name inside the
+// sandbox's tree, following symlinks there; a directory above the masked
+// file swapped for a symlink before the mount (the sbxtest build does it
+// right after sbx's checks, as a concurrent run could) would put the mask
+// elsewhere and leave the content readable under the directory's new name.
+// sbx checks that each masked path shows the mask before the program
+// starts (125). The control, with that check sabotaged, reads the secret.
+func TestMaskSwap(t *testing.T) {
+	b := newBox(t)
+	bin := testBin(t)
+	sub, other := filepath.Join(b.ws, "sub"), filepath.Join(b.ws, "other")
+	for _, d := range []string{sub, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(sub, "secret"), "SECRET\n", 0o644)
+	writeFile(t, filepath.Join(other, "secret"), "DECOY\n", 0o644)
+	chownTree(t, b.ws)
+	args := []string{"run", "--no-profile", "-w", "--mask", "sub/secret", "--", "sh", "-c", "cat sub.sbx-swapped/secret"}
+	restore := func() {
+		if err := os.Remove(sub); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(sub+".sbx-swapped", sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(confEnv(t, ""), "SBX_TEST_PROTECT_SWAP="+sub+"="+other)
+
+	p := b.startCmd(opts{env: env}, bin, args...)
+	p.sbxRun = true
+	r := p.wait()
+	restore()
+	ws, _ := filepath.EvalSymlinks(b.ws)
+	want := "masked path " + filepath.Join(ws, "sub", "secret") + " in the sandbox does not show the mask (replaced while the sandbox was set up); not running"
+	if r.code != exitSbxError || strings.Contains(r.stdout, "SECRET") || !strings.Contains(r.stderr, want) {
+		t.Errorf("mask whose directory was swapped: want exit 125 and %q\n%v", want, r)
+	}
+
+	// Control: the check sabotaged, the same swap shows the secret.
+	p = b.startCmd(opts{env: append(env, "SBX_TEST_SABOTAGE=mountcheck")}, bin, args...)
+	p.sbxRun = true
+	r = p.wait()
+	restore()
+	if r.code != 0 || r.stdout != "SECRET\n" {
+		t.Errorf("control, check sabotaged: want the secret read under the swapped name\n%v", r)
+	}
+}
