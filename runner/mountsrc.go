@@ -79,15 +79,18 @@ func (o *Options) holdPath(what, p, cwd string, files bool) (*hostfs.Held, error
 
 // keep records h as the source of its path (the first one held wins:
 // the same path named twice is the same file).
-func (o *Options) keep(h *hostfs.Held) {
+func (o *Options) keep(h *hostfs.Held) { o.keepAs(h.Path, h) }
+
+// keepAs records h as the source named p.
+func (o *Options) keepAs(p string, h *hostfs.Held) {
 	if o.held == nil {
 		o.held = map[string]*hostfs.Held{}
 	}
-	if _, ok := o.held[h.Path]; ok {
+	if _, ok := o.held[p]; ok {
 		h.Close()
 		return
 	}
-	o.held[h.Path] = h
+	o.held[p] = h
 }
 
 // releaseHeld closes the descriptors of the run's mount sources.
@@ -99,16 +102,19 @@ func (o *Options) releaseHeld() {
 }
 
 // holdRest holds the bind sources of spec that resolvePaths did not (sbx's
-// own home, a throwaway home, the run's resolv.conf, discovered command
-// prefixes): each with the rights of whoever owns it (sbx's state dir is
-// sbx's own), so that the check after the setup has an identity for
-// every bind.
+// own home, a throwaway home, the run's resolv.conf and mask file,
+// discovered command prefixes): each with the rights of whoever owns it
+// (sbx's state dir is sbx's own), so that the check after the setup has
+// an identity for every bind. An extra --ro or --rw path (discovered) must
+// still be at its name, and passes the checks of resolvePaths on its
+// descriptor.
 func (o *Options) holdRest(spec *sandbox.Spec) error {
 	binds := spec.Binds()
 	if spec.HiddenFile != "" {
 		// The empty file masked files show (see verifyHidden).
 		binds = append(binds, sandbox.Bind{Source: spec.HiddenFile})
 	}
+	var pol *hostPolicy
 	for _, b := range binds {
 		if _, ok := o.held[b.Source]; ok {
 			continue
@@ -124,13 +130,31 @@ func (o *Options) holdRest(spec *sandbox.Spec) error {
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", b.Source, err)
 		}
-		if h.Path != b.Source {
-			// Held under the name the spec gives it, which is
-			// what the check after the setup looks up.
-			o.held[b.Source] = h
-			continue
+		if extra := slices.Contains(spec.ReadOnly, b.Source) || slices.Contains(spec.ReadWrite, b.Source); extra {
+			if h.Path != b.Source {
+				h.Close()
+				return fmt.Errorf("mount %s: %w (now %s); not running", b.Source, hostfs.ErrChanged, h.Path)
+			}
+			if pol == nil {
+				p, err := newHostPolicy(o.StateDir, o.who.home)
+				if err != nil {
+					h.Close()
+					return err
+				}
+				pol = &p
+			}
+			field := "--ro"
+			if b.Writable {
+				field = "--rw"
+			}
+			if err := pol.check(hostPath{field: field, path: h.Path, writable: b.Writable, fsType: h.FSType}); err != nil {
+				h.Close()
+				return err
+			}
 		}
-		o.keep(h)
+		// Held under the name the spec gives it, which is what the
+		// check after the setup looks up.
+		o.keepAs(b.Source, h)
 	}
 	return nil
 }
