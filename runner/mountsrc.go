@@ -105,9 +105,9 @@ func (o *Options) releaseHeld() {
 // own home, a throwaway home, the run's resolv.conf and mask file,
 // discovered command prefixes): each with the rights of whoever owns it
 // (sbx's state dir is sbx's own), so that the check after the setup has
-// an identity for every bind. An extra --ro or --rw path (discovered) must
-// still be at its name, and passes the checks of resolvePaths on its
-// descriptor.
+// an identity for every bind. Each must still be at its name (sbx made
+// it, or checked it, by that name), and an extra --ro or --rw path (a
+// discovered prefix) passes the checks of resolvePaths on its descriptor.
 func (o *Options) holdRest(spec *sandbox.Spec) error {
 	binds := spec.Binds()
 	if spec.HiddenFile != "" {
@@ -130,11 +130,14 @@ func (o *Options) holdRest(spec *sandbox.Spec) error {
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", b.Source, err)
 		}
-		if extra := slices.Contains(spec.ReadOnly, b.Source) || slices.Contains(spec.ReadWrite, b.Source); extra {
-			if h.Path != b.Source {
-				h.Close()
-				return fmt.Errorf("mount %s: %w (now %s); not running", b.Source, hostfs.ErrChanged, h.Path)
-			}
+		if h.Path != b.Source && !o.tmpHomeIn(spec, b, h.Path) {
+			// sbx made these paths, or checked them (discovered
+			// prefixes), by that name: a symlink there now was
+			// planted since.
+			h.Close()
+			return fmt.Errorf("mount %s: %w (now %s); not running", b.Source, hostfs.ErrChanged, h.Path)
+		}
+		if slices.Contains(spec.ReadOnly, b.Source) || slices.Contains(spec.ReadWrite, b.Source) {
 			if pol == nil {
 				p, err := newHostPolicy(o.StateDir, o.who.home)
 				if err != nil {
@@ -157,6 +160,15 @@ func (o *Options) holdRest(spec *sandbox.Spec) error {
 		o.keepAs(b.Source, h)
 	}
 	return nil
+}
+
+// tmpHomeIn reports whether real is where the throwaway home of spec (b)
+// lies once the symlinks of $TMPDIR are resolved: the home is a fresh
+// directory of a random name directly in $TMPDIR, which no sandbox can
+// write.
+func (o *Options) tmpHomeIn(spec *sandbox.Spec, b sandbox.Bind, real string) bool {
+	return o.Home == HomeTmp && b.Source == spec.Home &&
+		real == filepath.Join(hostfs.ResolvePrefix(filepath.Dir(b.Source)), filepath.Base(b.Source))
 }
 
 // ensureMountPoints creates, as the invoking user and without following a
