@@ -30,7 +30,16 @@ type ExecOptions struct {
 // sandbox and yields status "cancelled". The output is stdout then stderr,
 // shaped by gate.ShapeTails.
 func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
-	checked, err := req.Check()
+	// The request's paths (workspace, cwd, ro) are resolved with the
+	// invoking user's rights: under sudo, root's would confirm or resolve
+	// paths the user may not even look up. Run holds them again, as the
+	// user, by descriptor.
+	var checked gate.Checked
+	err := InvokerCred().Do(func() error {
+		var err error
+		checked, err = req.Check()
+		return err
+	})
 	if err != nil {
 		return gate.Rejected(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -481,5 +482,62 @@ func TestMaskSwap(t *testing.T) {
 	restore()
 	if r.code != 0 || r.stdout != "SECRET\n" {
 		t.Errorf("control, check sabotaged: want the secret read under the swapped name\n%v", r)
+	}
+}
+
+// TestExecResolvesAsUser: under sudo, sbx exec resolves a request's paths
+// with the user's rights, not root's: an ro path inside a directory only
+// root may search is rejected (nothing runs) rather than looked up as
+// root. The control: the same request from plain root, in a workspace of
+// root's, runs.
+func TestExecResolvesAsUser(t *testing.T) {
+	if rootless() {
+		t.Skip("sudo's variables matter only to a root sbx")
+	}
+	b := newBox(t)
+	u, err := ensureTestUser("sbx-rootless-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(b.ws, u.uid, u.gid); err != nil {
+		t.Fatal(err)
+	}
+	locked := t.TempDir()
+	if err := os.Chmod(filepath.Dir(locked), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(locked, 0o700); err != nil { // root's alone
+		t.Fatal(err)
+	}
+	ro := filepath.Join(locked, "tool")
+	if err := os.Mkdir(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ro, "marker"), "RIGHT\n", 0o644)
+	req := b.req([]string{"cat", filepath.Join(ro, "marker")}, "ro", []string{ro})
+	data, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sudo := []string{fmt.Sprintf("SUDO_UID=%d", u.uid), fmt.Sprintf("SUDO_GID=%d", u.gid), "SUDO_USER=" + u.name}
+
+	p := b.startCmd(opts{stdin: bytes.NewReader(data), env: sudo}, sbxBin, "exec")
+	p.ownNoteCheck = true
+	r := p.wait()
+	res := parseResult(t, r.stdout)
+	if res.Status != gate.StatusRejected || !strings.Contains(res.Error, "permission denied") {
+		t.Errorf("sudo: ro inside a root-only directory: want rejected with permission denied\n%v", r)
+	}
+
+	// Root's own workspace (one of another user's runs as its owner).
+	if err := os.Chown(b.ws, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	p = b.startCmd(opts{stdin: bytes.NewReader(data)}, sbxBin, "exec")
+	p.ownNoteCheck = true
+	r = p.wait()
+	res = parseResult(t, r.stdout)
+	if res.Status != gate.StatusExited || res.Output != "RIGHT\n" {
+		t.Errorf("control, plain root: want the marker\n%v", r)
 	}
 }
