@@ -37,7 +37,7 @@ func mountsrcFixture(t *testing.T) (*Options, *sandbox.Spec, string) {
 // TestHoldRest: the sources sbx made (here the sbx home) are held by the
 // name the spec gives them; one swapped for a symlink since is refused.
 func TestHoldRest(t *testing.T) {
-	o, spec, dir := mountsrcFixture(t)
+	o, spec, _ := mountsrcFixture(t)
 	if err := o.holdRest(spec); err != nil {
 		t.Fatalf("holdRest: %v", err)
 	}
@@ -45,7 +45,7 @@ func TestHoldRest(t *testing.T) {
 		t.Fatalf("the home is not held: %v", o.held)
 	}
 
-	o, spec, dir = mountsrcFixture(t)
+	o, spec, dir := mountsrcFixture(t)
 	if err := os.Rename(spec.Home, filepath.Join(dir, "home.old")); err != nil {
 		t.Fatal(err)
 	}
