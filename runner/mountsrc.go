@@ -65,7 +65,7 @@ func (o *Options) holdPath(what, p, cwd string, files bool) (*hostfs.Held, error
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%s %s: no such file or directory", what, p)
 	case errors.Is(err, hostfs.ErrChanged):
-		return nil, fmt.Errorf("%s %s: %w; not running", what, p, err)
+		return nil, fmt.Errorf("%s %s: %w; not running", what, p, hostfs.ErrChanged)
 	case err != nil:
 		return nil, fmt.Errorf("%s %s: %w", what, p, err)
 	}
