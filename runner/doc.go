@@ -20,4 +20,16 @@
 // starts), started (the shim runs, the program held) and close; they run
 // in order and close in reverse on every path, so the teardown order is
 // the list (see tiers.go), not the placement of defers.
+//
+// Host paths are used by what they are, not by their name (see
+// mountsrc.go): each path a run mounts is resolved once, as the invoking
+// user, into a descriptor opened without following any symlink, checked
+// on that descriptor and held for the run; once libcontainer has set up
+// the mounts, and before the program starts, every bind's destination is
+// looked up inside the sandbox without following symlinks and must be the
+// file that was checked, every mask must show the mask, or the run ends
+// (exit 125). That check after the mount was chosen over binding from the
+// descriptor because libcontainer takes sources as paths and runc init
+// resolves them in a mount namespace of its own, where a descriptor of
+// the host's namespace cannot be bound.
 package runner

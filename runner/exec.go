@@ -35,7 +35,17 @@ type ExecOptions struct {
 // sandbox and yields status "cancelled". The output is stdout then stderr,
 // shaped by gate.ShapeTails.
 func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
-	checked, err := req.CheckIn(gate.Scope{ReadOnlyRoots: eo.ReadOnlyRoots, Stage: eo.AllowStage, Cred: InvokerCred()})
+	// The request's paths (workspace, cwd, ro) are resolved with the
+	// invoking user's rights: under sudo, root's would confirm or resolve
+	// paths the user may not even look up. Run holds them again, as the
+	// user, by descriptor.
+	cred := InvokerCred()
+	var checked gate.Checked
+	err := cred.Do(func() error {
+		var err error
+		checked, err = req.CheckIn(gate.Scope{ReadOnlyRoots: eo.ReadOnlyRoots, Stage: eo.AllowStage, Cred: cred})
+		return err
+	})
 	if err != nil {
 		return gate.Rejected(err)
 	}

@@ -55,8 +55,11 @@ var systemDirs = []string{
 // hostPath is one host path a run mounts.
 type hostPath struct {
 	field    string // "workspace", "--ro", "--rw", "--home"
-	path     string // resolved (no symlinks)
+	path     string // resolved (no symlinks): the held descriptor's real path
 	writable bool
+	// fsType is the statfs magic of the held descriptor's file system
+	// (0: unknown, then statfs(2) of path is asked).
+	fsType int64
 }
 
 // hostPolicy is what checkHostPath compares against.
@@ -101,9 +104,15 @@ func (p hostPolicy) check(hp hostPath) error {
 			return refuse("it is or contains "+d+", a kernel interface", "pick a directory of ordinary files")
 		}
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err == nil && pseudoMagic[int64(st.Type)] {
-		return refuse(fmt.Sprintf("it lies on a kernel pseudo-filesystem (type %#x)", st.Type), "pick a directory of ordinary files")
+	fsType := hp.fsType
+	if fsType == 0 {
+		var st unix.Statfs_t
+		if err := unix.Statfs(path, &st); err == nil {
+			fsType = int64(st.Type)
+		}
+	}
+	if pseudoMagic[fsType] {
+		return refuse(fmt.Sprintf("it lies on a kernel pseudo-filesystem (type %#x)", fsType), "pick a directory of ordinary files")
 	}
 	for _, m := range p.mounts {
 		if pseudoFS[m.FSType] && within(m.Mountpoint, path) {

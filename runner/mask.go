@@ -60,10 +60,11 @@ func (o *Options) resolveMaskPaths(cwd string) error {
 		out  *[]string
 	}{{"--mask", o.Masks, &o.masks}, {"--settings denyWrite", o.Protect, &o.protects}} {
 		for _, p := range set.in {
-			r, err := resolvePath(set.flag, p, cwd, true)
+			h, err := o.holdPath(set.flag, p, cwd, true)
 			if err != nil {
 				return err
 			}
+			r := h.Path
 			if !utf8.ValidString(r) {
 				return fmt.Errorf("%s %q is not valid UTF-8", set.flag, r)
 			}

@@ -174,11 +174,16 @@ type Options struct {
 	notFound string
 	// rwCopies are the --rw files copied into the sbx home (rwfile.go).
 	rwCopies []rwCopy
+	// held are the run's mount sources, by real path, as resolvePaths
+	// (and holdRest) opened and checked them (see mountsrc.go); closed
+	// when Run returns.
+	held map[string]*hostfs.Held
 }
 
-// resolvePaths resolves every host path of o (symlinks evaluated) and
-// refuses, with a *gate.RejectError, any that could hand the sandbox the
-// host (see checkHostPath). It writes nothing to disk.
+// resolvePaths resolves every host path of o once, as the invoking user,
+// into a descriptor it keeps (see mountsrc.go), and refuses, with a
+// *gate.RejectError, any that could hand the sandbox the host (see
+// hostPolicy.check, decided on the descriptor). It writes nothing to disk.
 func (o *Options) resolvePaths() error {
 	if Rootless() && os.Geteuid() != os.Getuid() {
 		return errors.New("sbx must not be setuid: run it as yourself (rootless) or with sudo")
@@ -192,44 +197,47 @@ func (o *Options) resolvePaths() error {
 	}
 	o.Cwd = cwd
 	paths := []hostPath{}
-	if o.ws, err = resolvePath("workspace", o.Workspace, cwd, false); err != nil {
+	hold := func(what, p string, files, writable bool) (string, error) {
+		h, err := o.holdPath(what, p, cwd, files)
+		if err != nil {
+			return "", err
+		}
+		paths = append(paths, hostPath{field: what, path: h.Path, writable: writable, fsType: h.FSType})
+		return h.Path, nil
+	}
+	if o.ws, err = hold("workspace", o.Workspace, false, o.Write); err != nil {
 		return err
 	}
 	if owner, ok := o.workspaceOwner(); ok {
 		o.who, o.forOwner = owner, true
 		o.cred = hostfs.LookupCred(owner.uid, owner.gid)
 	}
-	paths = append(paths, hostPath{field: "workspace", path: o.ws, writable: o.Write})
 	o.ro, o.rw = nil, nil
 	for _, p := range o.ReadOnly {
-		r, err := resolvePath("--ro", p, cwd, true)
+		r, err := hold("--ro", p, true, false)
 		if err != nil {
 			return err
 		}
 		o.ro = append(o.ro, r)
-		paths = append(paths, hostPath{field: "--ro", path: r})
 	}
 	for _, p := range o.RequestReadOnly {
-		r, err := resolvePath("ro", p, cwd, true)
+		r, err := hold("ro", p, true, false)
 		if err != nil {
 			return err
 		}
 		o.ro = append(o.ro, r)
-		paths = append(paths, hostPath{field: "ro", path: r})
 	}
 	for _, p := range o.ReadWrite {
-		r, err := resolvePath("--rw", p, cwd, true)
+		r, err := hold("--rw", p, true, true)
 		if err != nil {
 			return err
 		}
 		o.rw = append(o.rw, r)
-		paths = append(paths, hostPath{field: "--rw", path: r, writable: true})
 	}
 	if o.Home != "" && o.Home != HomeTmp {
-		if o.home, err = resolvePath("--home", o.Home, cwd, false); err != nil {
+		if o.home, err = hold("--home", o.Home, false, true); err != nil {
 			return err
 		}
-		paths = append(paths, hostPath{field: "--home", path: o.home, writable: true})
 	}
 	if err := o.resolveMaskPaths(cwd); err != nil {
 		return err
@@ -285,8 +293,12 @@ func (o *Options) workspaceOwner() (invoker, bool) {
 	if _, sudo := o.hostLookup("SUDO_UID"); sudo {
 		return invoker{}, false
 	}
+	h, ok := o.held[o.ws]
+	if !ok {
+		return invoker{}, false
+	}
 	var st unix.Stat_t
-	if err := unix.Stat(o.ws, &st); err != nil || st.Uid == 0 {
+	if err := unix.Fstat(int(h.File.Fd()), &st); err != nil || st.Uid == 0 {
 		return invoker{}, false
 	}
 	u, err := user.LookupId(strconv.Itoa(int(st.Uid)))
@@ -412,32 +424,6 @@ func cleanEnv(o *Options, who invoker, homeInside string) ([]string, error) {
 		out = append(out, k+"="+env[k])
 	}
 	return out, nil
-}
-
-// resolvePath makes p absolute (against cwd), resolves symlinks and checks
-// that it is an existing directory (or file, when files is true).
-func resolvePath(what, p, cwd string, files bool) (string, error) {
-	if p == "" {
-		return "", fmt.Errorf("%s: empty path", what)
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(cwd, p)
-	}
-	r, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("%s %s: no such file or directory", what, p)
-		}
-		return "", fmt.Errorf("%s %s: %w", what, p, err)
-	}
-	fi, err := os.Stat(r)
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", what, p, err)
-	}
-	if !fi.IsDir() && !(files && fi.Mode().IsRegular()) {
-		return "", fmt.Errorf("%s %s: not a directory", what, p)
-	}
-	return r, nil
 }
 
 // within reports whether p is root or lies below it.

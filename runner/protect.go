@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -238,17 +238,17 @@ func (w *walker) result() (Protection, error) {
 // path for a symlink between the walk and the mount: a pin would then be
 // a writable bind of whatever the link names (a host directory outside
 // the workspace). Any such swap changes the identity found here, and the
-// run ends before the program starts.
+// run ends before the program starts. The lookup follows no symlink at
+// any component (a lookup by name through /proc/PID/root would follow
+// one relative to the host's root).
 func (pr Protection) verify(pid int) error {
-	root := "/proc/" + strconv.Itoa(pid) + "/root"
+	var want []expectedFile
 	for _, p := range slices.Sorted(maps.Keys(pr.ids)) {
-		var st unix.Stat_t
-		if err := unix.Lstat(root+p, &st); err != nil {
-			return fmt.Errorf("protected paths: check %s in the sandbox: %w", p, err)
-		}
-		if id := pr.ids[p]; uint64(st.Dev) != id.dev || st.Ino != id.ino {
-			return fmt.Errorf("protected paths: %s in the sandbox is not what sbx found there (replaced while the sandbox was set up); not running", p)
-		}
+		id := pr.ids[p]
+		want = append(want, expectedFile{path: p, id: hostfs.FileID{Dev: id.dev, Ino: id.ino}})
+	}
+	if err := checkInRoot(pid, want); err != nil {
+		return fmt.Errorf("protected paths: %w", err)
 	}
 	return nil
 }

@@ -99,7 +99,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		return res, errors.New("--tty: terminal mode needs a terminal on stdin")
 	}
 	// Every host path is resolved and checked before anything is written
-	// to disk: bad input that could widen access changes nothing.
+	// to disk: bad input that could widen access changes nothing. The
+	// paths stay open until the run ends (see mountsrc.go).
+	defer o.releaseHeld()
 	if err := o.resolvePaths(); err != nil {
 		return res, err
 	}

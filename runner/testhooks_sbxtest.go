@@ -4,8 +4,11 @@ package runner
 
 import (
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
 // TestHostsEnv names a hosts file (lines "ADDRESS NAME...") that a test
@@ -20,4 +23,11 @@ func testResolver() egress.Resolver {
 		return nil
 	}
 	return hostsResolver(path)
+}
+
+// skipMountCheck reports whether $SBX_TEST_SABOTAGE names "mountcheck":
+// the run then skips the check of its mounts after the setup, so a test
+// can show the race that the check closes.
+func skipMountCheck() bool {
+	return slices.Contains(strings.Split(os.Getenv(sandbox.SabotageEnv), ","), "mountcheck")
 }

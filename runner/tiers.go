@@ -120,10 +120,17 @@ func (r *run) closeAll() {
 }
 
 // create creates the sandbox from the complete spec (validated once, by
-// sandbox.Create, and not changed after), checks the protected paths in
-// place, and computes its cgroup id once for the BPF tiers.
+// sandbox.Create, and not changed after), checks every mount in place
+// (the protected paths, and each bind against the source sbx checked:
+// see mountsrc.go), and computes its cgroup id once for the BPF tiers.
 func (r *run) create() error {
 	o := r.o
+	if err := o.holdRest(r.spec); err != nil {
+		return err
+	}
+	if err := o.ensureMountPoints(r.spec); err != nil {
+		return err
+	}
 	sb, err := sandbox.Create(r.spec, sandbox.Dirs{Root: o.StateDir}, sandbox.Stdio{Stdin: stdinOrNil(o.Stdin), Stdout: o.Stdout, Stderr: o.Stderr})
 	if err != nil {
 		if r.spec.Rootless {
@@ -133,6 +140,9 @@ func (r *run) create() error {
 	}
 	r.sb = sb
 	if err := o.protect.verify(sb.Pid()); err != nil {
+		return err
+	}
+	if err := o.verifyMounts(r.spec, sb.Pid()); err != nil {
 		return err
 	}
 	r.rep.setSandbox(sb.Pid(), r.spec.Workspace, r.spec.Write)

@@ -110,28 +110,9 @@ func (s *Spec) config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 	}
 	binds = append(binds,
 		&configs.Mount{Source: "tmpfs", Destination: "/tmp", Device: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: tmpData},
-		bindMount(s.Home, s.HomeInside, true),
-		bindMount(s.Workspace, s.Workspace, s.Write),
 	)
-	// The pins come before the protected entries below them (the sort
-	// below is by depth), so a pin's own copy of the host's tree is
-	// covered by the read-only entries mounted onto it.
-	for _, p := range s.Pinned {
-		binds = append(binds, bindMount(p, p, true))
-	}
-	for _, p := range s.Protected {
-		binds = append(binds, bindMount(p, p, false))
-	}
-	for _, p := range s.ReadOnly {
-		binds = append(binds, bindMount(p, p, false))
-	}
-	for _, p := range s.ReadWrite {
-		binds = append(binds, bindMount(p, p, true))
-	}
-	if s.ResolvConf != "" {
-		if fi, err := os.Lstat("/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
-			binds = append(binds, bindMount(s.ResolvConf, "/etc/resolv.conf", false))
-		}
+	for _, b := range s.binds() {
+		binds = append(binds, bindMount(b.Source, b.Destination, b.Writable))
 	}
 	binds = append(binds, &configs.Mount{
 		Source: shimExe, Destination: ShimPath, Device: "bind",
