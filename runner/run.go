@@ -473,7 +473,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	)
 	err = o.cred.Do(func() error {
 		var err error
-		if prot, err = protectPaths(ws, o.Write, ro, rw); err != nil {
+		if prot, err = o.protectRun(ws, ro, rw); err != nil {
 			return err
 		}
 		if err := o.extraProtection(&prot); err != nil {
