@@ -48,8 +48,9 @@ func (g Grant) Running() bool { return g.End == 0 }
 const maxGrants = 2048
 
 // slack widens every grant on both sides: a file's ctime comes from the
-// kernel's coarse clock, which lags the clock sbx reads by a few ticks.
-const slack = int64(time.Second)
+// kernel's coarse clock, which lags the clock sbx reads by up to a tick
+// (10 ms at HZ=100).
+const slack = int64(100 * time.Millisecond)
 
 const grantsFile = "grants.json"
 

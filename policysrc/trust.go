@@ -106,7 +106,7 @@ func (c Checker) why(f, dir *os.File, p string) (string, error) {
 		}
 		for _, g := range c.Grants {
 			if g.FileID == l.id && g.Covers(ctime) {
-				return fmt.Sprintf("it was changed at %s, while the run of sbx pid %d (started %s) could write %s; re-create it outside any sandbox",
+				return fmt.Sprintf("it was changed at %s, while the run of sbx pid %d (started %s) could write %s",
 					stamp(ctime), g.PID, stamp(g.Start), g.Path), nil
 			}
 		}

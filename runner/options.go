@@ -14,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/sbx-sandbox/sbx/egress"
-	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/profile"
 	"github.com/sbx-sandbox/sbx/sandbox"
@@ -87,7 +86,8 @@ type Options struct {
 	// PolicyReadWrite are more writable host paths, asked for by a
 	// settings file, a profile or the config file rather than the command
 	// line: they never open a protected entry (see ProtectedNames), so
-	// one that is or lies inside a protected entry is refused.
+	// one that is or lies inside a protected entry is left out (said on
+	// Log): the entry stays read-only.
 	PolicyReadWrite []string
 	// RequestReadOnly are read-only paths an sbx exec request names
 	// ("ro"): checked as the workspace is (never the home).
@@ -241,9 +241,8 @@ func (o *Options) resolvePaths() error {
 			return err
 		}
 		if entry, ok := protectedEntryOf(r, o.ws, who.home); ok {
-			return &gate.RejectError{Field: "--rw", Reason: fmt.Sprintf(
-				"writable path %s (from a settings file, a profile or the config): it is or lies inside the protected entry %s, which only --rw %s on the command line opens",
-				p, entry, entry)}
+			fmt.Fprintf(o.Log, "sbx: keeping %s read-only: a settings file, a profile or the config asks to write %s, and only --rw %s on the command line opens a protected entry\n", entry, r, entry)
+			continue
 		}
 		if !slices.Contains(o.rw, r) {
 			o.rw = append(o.rw, r)

@@ -23,6 +23,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/policysrc"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
 	"golang.org/x/sys/unix"
@@ -113,6 +114,16 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		return res, err
 	}
 	res.ID = spec.ID
+	// Before the sandbox exists: what it may write is registered, so that
+	// a later run does not widen its policy from a file this one wrote
+	// (package policysrc). The grant ends after copy-back (deferred
+	// before the run's own teardown, so it runs after it).
+	endGrants, err := policysrc.Record(o.StateDir, grantedRoots(spec, o.rw))
+	if err != nil {
+		cleanup()
+		return res, err
+	}
+	defer endGrants()
 	staged, err := stagePaths(spec, &o, stagingStateDir(o.StateDir))
 	if err != nil {
 		cleanup()
@@ -163,6 +174,17 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// grantedRoots are the host trees a run's sandbox may write: the
+// workspace with --write, the --rw paths (a file among them too: it is
+// copied back) and the home.
+func grantedRoots(spec *sandbox.Spec, rw []string) []string {
+	out := slices.Clone(rw)
+	if spec.Write {
+		out = append(out, spec.Workspace)
+	}
+	return append(out, spec.Home)
 }
 
 // housekeeping cleans up after killed runs: their sandboxes, throwaway

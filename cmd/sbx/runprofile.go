@@ -29,6 +29,7 @@ type profileFlags struct {
 	name      string
 	none      bool
 	settings  listFlag
+	tighten   listFlag
 	masks     listFlag
 	quiet     bool
 	protected listFlag
@@ -40,7 +41,8 @@ func (pf *profileFlags) register(fs *flag.FlagSet) {
 	fs.Var(&pf.protected, "protect", "`PATH` keep PATH read-only inside the writable trees, as the protected entries (repeatable)")
 	fs.StringVar(&pf.name, "profile", "", "`NAME` apply the profile NAME (sbx profile list); without it, the profile named as the command's basename applies, if any (said on stderr)")
 	fs.BoolVar(&pf.none, "no-profile", false, "apply no profile")
-	fs.Var(&pf.settings, "settings", "`FILE` read Anthropic sandbox-runtime settings (JSON: network.allowedDomains, filesystem.denyRead, allowWrite, denyWrite) as flags; a key sbx cannot honour is an error; files after the first may only tighten (repeatable)")
+	fs.Var(&pf.settings, "settings", "`FILE` read Anthropic sandbox-runtime settings (JSON: network.allowedDomains, filesystem.denyRead, allowWrite, denyWrite) as flags; a key sbx cannot honour is an error; only the first file that no sandbox could have written (none in the workspace, a writable path, an sbx home, or writable by others) may allow, every other only tighten (repeatable)")
+	fs.Var(&pf.tighten, "tighten-settings", "`FILE` read settings as --settings does, that may only tighten what the others allow (a project's own file; repeatable)")
 }
 
 // profileEnv is where profiles are resolved: the invoking user's home
@@ -140,7 +142,7 @@ func (e *profileEnv) loadConfigWith(c policysrc.Checker) (configFile, error) {
 		}
 		defer f.Close()
 		if why != "" {
-			return &gate.RejectError{Field: "config", Reason: fmt.Sprintf("config %s: not reading it: %s, so a sandbox could have written it (re-create it outside any sandbox, or give what it says as flags)", path, why)}
+			return &gate.RejectError{Field: "config", Reason: fmt.Sprintf("config %s: not reading it: %s, so a sandbox could have written it (check it, then re-create it outside any sandbox; or give what you need as flags)", path, why)}
 		}
 		cfg, err = config.Read(path, f)
 		return err
@@ -171,7 +173,10 @@ type runLayers struct {
 // layer (only what was given); set reports which flags were given.
 func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.Profile) (runLayers, error) {
 	var out runLayers
-	check, err := e.checker(flags.ReadWrite, flags.Home)
+	// The config is read even inside a writable path of this run (it is
+	// kept read-only then, see guardInputs); what an earlier run could
+	// have written is refused.
+	check, err := e.checker(nil, flags.Home)
 	if err != nil {
 		return out, err
 	}
@@ -224,6 +229,7 @@ func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.P
 			tighten = append(tighten, r)
 		}
 	}
+	tighten = append(tighten, pf.tighten...)
 	home := pick(flags.Home, prof.Home, defaults.Home)
 	check, err = e.checker(slices.Concat(flags.ReadWrite, prof.ReadWrite, defaults.ReadWrite), home)
 	if err != nil {
@@ -348,7 +354,7 @@ func (e *profileEnv) loadSettings(c policysrc.Checker, files, tighten []string) 
 			return out, err
 		}
 		if i >= len(files) && pf.why == "" {
-			pf.why = "a profile names it as a project's file"
+			pf.why = "it is a project's file (--tighten-settings, or a profile's)"
 		}
 		if base < 0 && pf.why == "" {
 			base = i
