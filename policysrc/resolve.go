@@ -21,7 +21,7 @@ type SymlinkError struct {
 
 func (e *SymlinkError) Error() string {
 	if e.Link == e.Path {
-		return e.Path + " is a symlink (not followed)"
+		return e.Path + ": a symlink is not followed"
 	}
 	return e.Path + ": " + e.Link + " is a symlink (not followed)"
 }

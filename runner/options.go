@@ -240,14 +240,15 @@ func (o *Options) resolvePaths() error {
 		if err != nil {
 			return err
 		}
+		if slices.Contains(o.rw, r) {
+			continue // given already (by the command line: open)
+		}
 		if entry, ok := protectedEntryOf(r, o.ws, who.home); ok {
 			fmt.Fprintf(o.Log, "sbx: keeping %s read-only: a settings file, a profile or the config asks to write %s, and only --rw %s on the command line opens a protected entry\n", entry, r, entry)
 			continue
 		}
-		if !slices.Contains(o.rw, r) {
-			o.rw = append(o.rw, r)
-			o.policyRW = append(o.policyRW, r)
-		}
+		o.rw = append(o.rw, r)
+		o.policyRW = append(o.policyRW, r)
 		paths = append(paths, hostPath{field: "--rw", path: r, writable: true})
 	}
 	if o.Home != "" && o.Home != HomeTmp {
