@@ -312,3 +312,54 @@ func TestPolicyMissingDenials(t *testing.T) {
 		t.Errorf("control, ~/.ssh exists and is shown: want it masked\n%v", r)
 	}
 }
+
+// TestPolicySymlinkedAllowWriteSudo: under sudo, the project's allowWrite
+// through a symlink to a file only root may write is refused before
+// anything is resolved as root (the file is unchanged); the control, a
+// real directory of the user's, is writable.
+func TestPolicySymlinkedAllowWriteSudo(t *testing.T) {
+	m := sudoMode(t)
+	b := newBox(t)
+	if err := os.Chown(b.ws, m.uid, m.uid); err != nil {
+		t.Fatal(err)
+	}
+	dir := target(t)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	global := filepath.Join(dir, "global.json")
+	writeFile(t, global, `{"filesystem": {"allowWrite": ["."]}}`, 0o644)
+	victim := filepath.Join(dir, "root-only")
+	writeFile(t, victim, "root\n", 0o644)
+	project := projectSettings(t, b, `{"filesystem": {"allowWrite": ["./build"]}}`)
+	build := filepath.Join(b.ws, "build")
+	if err := os.Symlink(victim, build); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Dir(project), project, build} {
+		if err := os.Lchown(p, m.uid, m.uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := opts{env: m.env}
+	r := b.runOpts(env, "--no-profile", "--settings", global, "--tighten-settings", project, "--", "sh", "-c", "echo pwned >> build")
+	if r.code != exitSbxError || !strings.Contains(r.stderr, build+": a symlink is not followed") {
+		t.Errorf("sudo: allowWrite through a symlink to a root file: want 125 naming the link\n%v", r)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "root\n" {
+		t.Fatalf("the root file changed: %q", data)
+	}
+	if err := os.Remove(build); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(build, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(build, m.uid, m.uid); err != nil {
+		t.Fatal(err)
+	}
+	r = b.runOpts(env, "--no-profile", "--settings", global, "--tighten-settings", project, "--", "sh", "-c", "echo ok > build/out; echo build=$?")
+	if r.code != 0 || !strings.Contains(r.stdout, "build=0") {
+		t.Errorf("sudo control, build a real directory of the user's: want it writable\n%v", r)
+	}
+}
