@@ -147,7 +147,7 @@ var ErrProtectedSymlink = errors.New("protected entry is a symlink")
 // would take a helper outside libcontainer's setup, which sbx does not
 // have. Refusing, with the fix named, fails closed.
 func protectPaths(ws string, write bool, ro, rw []string) (Protection, error) {
-	return protectTrees(trees{ws: ws, write: write, ro: ro, rw: rw, open: rw}, defaultWalkLimits)
+	return protectPathsWith(ws, write, ro, rw, defaultWalkLimits)
 }
 
 // protectPathsWith is protectPaths with the walk's limits.
