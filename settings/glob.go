@@ -16,30 +16,43 @@ import (
 // Globs are expanded in trees a sandbox may write: a pattern must not make
 // sbx follow a symlink (a loop of them makes a walk exponential) or read
 // without end before the sandbox exists. Every expansion of one file
-// shares one budget of directory entries read and of time.
+// shares one budget of directories read, of entries seen and of time (the
+// directories bound what a repository of ordinary size needs, node_modules
+// included; the entries bound memory; the time bounds a slow filesystem).
 var (
-	globEntries = 50000
+	globDirs    = 50000
+	globEntries = 1000000
 	globTime    = 2 * time.Second
 )
 
 // budget is what is left of one file's expansion work.
 type budget struct {
-	entries  int
-	deadline time.Time
+	dirs, entries int
+	deadline      time.Time
 }
 
 func newBudget() *budget {
-	return &budget{entries: globEntries, deadline: time.Now().Add(globTime)}
+	return &budget{dirs: globDirs, entries: globEntries, deadline: time.Now().Add(globTime)}
 }
 
 // errBudget is wrapped by the error of an expansion over its budget.
 var errBudget = errors.New("over budget")
 
-// spend counts one entry read below dir.
+// enter counts one directory read (dir).
+func (b *budget) enter(dir string) error {
+	b.dirs--
+	return b.check(dir)
+}
+
+// spend counts one entry seen below dir.
 func (b *budget) spend(dir string) error {
 	b.entries--
-	if b.entries < 0 || time.Now().After(b.deadline) {
-		return fmt.Errorf("%w: expanding it read more than %d directory entries or took more than %s (at %s); name the paths instead of a pattern", errBudget, globEntries, globTime, dir)
+	return b.check(dir)
+}
+
+func (b *budget) check(dir string) error {
+	if b.dirs < 0 || b.entries < 0 || time.Now().After(b.deadline) {
+		return fmt.Errorf("%w: expanding it read more than %d directories or %d entries, or took more than %s (at %s); name the paths instead of a pattern", errBudget, globDirs, globEntries, globTime, dir)
 	}
 	return nil
 }
@@ -68,6 +81,9 @@ func globPath(p string, b *budget) ([]string, error) {
 					next = append(next, full)
 				}
 				continue
+			}
+			if err := b.enter(dir); err != nil {
+				return nil, err
 			}
 			names, err := readNames(dir)
 			if err != nil {
@@ -115,6 +131,11 @@ func globName(root, pattern string, b *budget) ([]string, error) {
 		}
 		if err := b.spend(filepath.Dir(path)); err != nil {
 			return err
+		}
+		if d.IsDir() {
+			if err := b.enter(path); err != nil {
+				return err
+			}
 		}
 		if path == root {
 			return nil

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -57,9 +58,9 @@ func TestGlobSymlinkLoop(t *testing.T) {
 	}
 }
 
-// TestGlobBudget: an expansion that reads more entries than its budget
-// fails, saying so; the control, with the budget above the tree's size,
-// succeeds.
+// TestGlobBudget: an expansion that reads more directories or entries
+// than its budget fails, saying so; the control, with the budget above
+// the tree's size, succeeds.
 func TestGlobBudget(t *testing.T) {
 	cwd := t.TempDir()
 	for i := range 30 {
@@ -68,17 +69,19 @@ func TestGlobBudget(t *testing.T) {
 		}
 	}
 	env := Env{Home: cwd, Cwd: cwd}
-	old := globEntries
-	t.Cleanup(func() { globEntries = old })
+	oldDirs, oldEntries := globDirs, globEntries
+	t.Cleanup(func() { globDirs, globEntries = oldDirs, oldEntries })
 	for _, pattern := range []string{"d/*/*.pem", "*.pem"} {
-		globEntries = 100
+		globDirs, globEntries = 100, 100
 		if _, err := Parse([]byte(`{"filesystem": {"denyRead": ["`+pattern+`"]}}`), env); err != nil {
 			t.Fatalf("control %s: %v", pattern, err)
 		}
-		globEntries = 10
-		_, err := Parse([]byte(`{"filesystem": {"denyRead": ["`+pattern+`"]}}`), env)
-		if !errors.Is(err, errBudget) || !strings.Contains(err.Error(), "read more than 10 directory entries") {
-			t.Errorf("%s over budget: %v", pattern, err)
+		for _, lim := range []struct{ dirs, entries int }{{10, 100}, {100, 10}} {
+			globDirs, globEntries = lim.dirs, lim.entries
+			_, err := Parse([]byte(`{"filesystem": {"denyRead": ["`+pattern+`"]}}`), env)
+			if !errors.Is(err, errBudget) || !strings.Contains(err.Error(), fmt.Sprintf("read more than %d directories or %d entries", lim.dirs, lim.entries)) {
+				t.Errorf("%s over budget %+v: %v", pattern, lim, err)
+			}
 		}
 	}
 }

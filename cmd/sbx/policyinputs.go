@@ -144,7 +144,13 @@ func (e *profileEnv) present(p string) (string, bool) {
 // directory strictly inside that tree is kept read-only instead (it
 // cannot be created then); when that directory would be the tree itself,
 // it is said on stderr that it is not protected.
-func (e *profileEnv) settleDenials(mask, protect, roots []string) (outMask, outProtect []string) {
+// With quiet, nothing is said.
+func (e *profileEnv) settleDenials(mask, protect, roots []string, quiet bool) (outMask, outProtect []string) {
+	say := func(format string, a ...any) {
+		if !quiet {
+			fmt.Fprintf(e.s.err, format, a...)
+		}
+	}
 	exists := func(p string) bool {
 		return e.cred.Do(func() error { _, err := os.Stat(p); return err }) == nil
 	}
@@ -167,7 +173,7 @@ func (e *profileEnv) settleDenials(mask, protect, roots []string) (outMask, outP
 		if exists(p) {
 			outMask = append(outMask, p)
 		} else if rootOf(p) != "" || (e.workspace != "" && hostfs.Within(p, e.workspace)) {
-			fmt.Fprintf(e.s.err, "sbx: settings denyRead %s: not there, nothing to hide (a file created there during the run is not hidden)\n", p)
+			say("sbx: settings denyRead %s: not there, nothing to hide (a file created there during the run is not hidden)\n", p)
 		}
 	}
 	for _, p := range protect {
@@ -184,11 +190,11 @@ func (e *profileEnv) settleDenials(mask, protect, roots []string) (outMask, outP
 			d = filepath.Dir(d)
 		}
 		if d == root || !hostfs.Within(d, root) {
-			fmt.Fprintf(e.s.err, "sbx: settings denyWrite %s: not there, and sbx cannot keep a name that does not exist from being created directly in %s; not protected\n", p, root)
+			say("sbx: settings denyWrite %s: not there, and sbx cannot keep a name that does not exist from being created directly in %s; not protected\n", p, root)
 			continue
 		}
 		if !slices.Contains(outProtect, d) {
-			fmt.Fprintf(e.s.err, "sbx: settings denyWrite %s: not there; keeping %s read-only instead, so that it cannot be created\n", p, d)
+			say("sbx: settings denyWrite %s: not there; keeping %s read-only instead, so that it cannot be created\n", p, d)
 			outProtect = append(outProtect, d)
 		}
 	}

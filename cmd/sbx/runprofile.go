@@ -241,7 +241,7 @@ func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.P
 	}
 	layers := []profile.Profile{builtin, defaults, prof, set, flags}
 	eff := profile.Merge(layers...)
-	set.Mask, set.Protect = e.settleDenials(set.Mask, set.Protect, e.writableRoots(eff))
+	set.Mask, set.Protect = e.settleDenials(set.Mask, set.Protect, e.writableRoots(eff), eff.Quiet != nil && *eff.Quiet)
 	layers[3] = set
 	eff = profile.Merge(layers...)
 	for _, l := range layers[1:] {
