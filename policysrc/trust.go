@@ -50,7 +50,7 @@ type Checker struct {
 // wrapping fs.ErrNotExist.
 func (c Checker) Open(p string) (*os.File, string, error) {
 	p = filepath.Clean(p)
-	dir, err := os.OpenFile(filepath.Dir(p), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dir, err := os.OpenFile(filepath.Dir(p), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, "", err
 	}
