@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,6 +132,24 @@ func (e *profileEnv) present(p string) (string, bool) {
 		return "", false
 	}
 	return real, true
+}
+
+// mountable returns the --ro or --rw paths a profile or the config names
+// as present finds them: a symlink is left out (one line on stderr), a
+// path that does not exist is kept as named (the run then says so).
+func (e *profileEnv) mountable(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if real, ok := e.present(p); ok {
+			out = append(out, real)
+			continue
+		}
+		err := e.cred.Do(func() error { _, err := os.Lstat(e.abs(p)); return err })
+		if errors.Is(err, fs.ErrNotExist) {
+			out = append(out, p) // missing: the run says so
+		}
+	}
+	return out
 }
 
 // settleDenials makes the denyRead and denyWrite paths of the settings

@@ -237,6 +237,29 @@ func TestPolicyProfileLoginSymlink(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "LOGIN") || !strings.Contains(r.stdout, "w=2") {
 		t.Errorf("control, a regular login file: want it shown read-only\n%v", r)
 	}
+	// A user profile's ro path, the same way.
+	link := filepath.Join(home, "keys")
+	if err := os.Symlink(filepath.Dir(secret), link); err != nil {
+		t.Fatal(err)
+	}
+	chownToUser(t, link)
+	cfg := opts{env: append(confEnv(t, "[profiles.mine]\nro = [\"~/keys\"]\n"), "HOME="+home)}
+	r = b.runOpts(cfg, "--profile", "mine", "--", "cat", filepath.Join(link, "id_ed25519"))
+	if strings.Contains(r.stdout, "SECRET-KEY") || !strings.Contains(r.stderr, "leaving out "+link) {
+		t.Errorf("a profile's ro path that is a symlink: want it left out\n%v", r)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(link, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(link, "pub"), "PUBLIC\n", 0o644)
+	chownToUser(t, link, filepath.Join(link, "pub"))
+	r = b.runOpts(cfg, "--profile", "mine", "--", "cat", filepath.Join(link, "pub"))
+	if r.code != 0 || !strings.Contains(r.stdout, "PUBLIC") {
+		t.Errorf("control, a profile's ro path that is a directory: want it shown\n%v", r)
+	}
 }
 
 // TestPolicyGlobSymlinkLoop: a project file's pattern 20 levels deep over

@@ -205,10 +205,12 @@ func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.P
 	if !filepath.IsAbs(e.home) {
 		prof = dropHomePaths(prof)
 	}
+	prof.ReadOnly, prof.ReadWrite = e.mountable(prof.ReadOnly), e.mountable(prof.ReadWrite)
 	builtin := profile.Profile{Memory: formatSize(hostMemory())}
 	cpus, pids := hostCPUs(), int64(runDefaultPids)
 	builtin.CPUs, builtin.Pids = &cpus, &pids
 	defaults := cfg.Defaults.Expand(e.home)
+	defaults.ReadOnly, defaults.ReadWrite = e.mountable(defaults.ReadOnly), e.mountable(defaults.ReadWrite)
 
 	// Settings files: the profile's, then --settings. The first one that
 	// no sandbox could have written may allow; every other only tightens
