@@ -91,8 +91,11 @@ func (c Checker) why(f, dir *os.File, p string) (string, error) {
 		return "", err
 	}
 	ctime := st.Ctim.Nano()
-	name := filepath.Dir(p) // the names of the links, for messages only
-	for _, l := range links {
+	self := link{id: hostfs.FileID{Dev: st.Dev, Ino: st.Ino}, uid: st.Uid}
+	// The file itself, then its directories (a single file granted to a
+	// run is a root too); names are for messages only.
+	name := p
+	for _, l := range append([]link{self}, links...) {
 		switch {
 		case !c.mine(l.uid):
 			return fmt.Sprintf("the directory %s above it belongs to uid %d", name, l.uid), nil

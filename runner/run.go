@@ -177,10 +177,16 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 }
 
 // grantedRoots are the host trees a run's sandbox may write: the
-// workspace with --write, the --rw paths (a file among them too: it is
-// copied back) and the home.
+// workspace with --write, the --rw paths and the home. A file among the
+// --rw paths is copied back by a rename over it (a new inode), so its
+// directory is granted with it.
 func grantedRoots(spec *sandbox.Spec, rw []string) []string {
 	out := slices.Clone(rw)
+	for _, p := range rw {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			out = append(out, filepath.Dir(p))
+		}
+	}
 	if spec.Write {
 		out = append(out, spec.Workspace)
 	}

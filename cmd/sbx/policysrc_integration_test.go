@@ -386,3 +386,29 @@ func TestPolicySymlinkedAllowWriteSudo(t *testing.T) {
 		t.Errorf("sudo control, build a real directory of the user's: want it writable\n%v", r)
 	}
 }
+
+// TestPolicySettingsFileWrittenByEarlierRun: a run given the user's own
+// settings file with --rw widens it; the next run does not take that as
+// the file that allows (125, naming the run). Rewritten on the host, it
+// allows again (the control).
+func TestPolicySettingsFileWrittenByEarlierRun(t *testing.T) {
+	b := newBox(t)
+	env := opts{env: confEnv(t, "")}
+	global := trustedSettings(t, b, `{}`)
+	wide := `{"filesystem": {"allowWrite": ["."]}}`
+	r := b.runOpts(env, "--no-profile", "--rw", global, "--", "sh", "-c", "echo '"+wide+"' > "+global+"; echo w=$?")
+	if r.code != 0 || !strings.Contains(r.stdout, "w=0") {
+		t.Fatalf("the widening run: %v", r)
+	}
+	script := "echo x > top.txt; echo top=$?"
+	r = b.runOpts(env, "--no-profile", "--settings", global, "--", "sh", "-c", script)
+	if r.code != exitSbxError || !strings.Contains(r.stderr, "could write "+global) {
+		t.Errorf("a settings file an earlier run wrote: want 125 naming the run\n%v", r)
+	}
+	time.Sleep(300 * time.Millisecond) // past the grant's slack
+	writeFile(t, global, wide, 0o644)
+	r = b.runOpts(env, "--no-profile", "--settings", global, "--", "sh", "-c", script)
+	if r.code != 0 || !strings.Contains(r.stdout, "top=0") {
+		t.Errorf("control, the file rewritten on the host: want it to allow\n%v", r)
+	}
+}
