@@ -377,11 +377,11 @@ func (e *profileEnv) loadSettings(c policysrc.Checker, files, tighten []string) 
 			return err
 		})
 		if err != nil {
-			why := pf.why
-			if why == "" {
-				why = "it is not the first settings file"
+			reason := fmt.Sprintf("%v: %s", err, pf.why)
+			if pf.why == "" {
+				reason = fmt.Sprintf("%v (only the first settings file that no sandbox could have written may allow)", err)
 			}
-			return out, &gate.RejectError{Field: "settings", Reason: fmt.Sprintf("%v (it may only tighten: %s)", err, why)}
+			return out, &gate.RejectError{Field: "settings", Reason: reason}
 		}
 	}
 	out.AllowHosts = pol.AllowHosts
