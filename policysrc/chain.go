@@ -17,6 +17,24 @@ type link struct {
 	id   hostfs.FileID
 	uid  uint32
 	mode uint32
+	// birth is its creation time (statx btime, Unix nanoseconds; 0 when
+	// the filesystem does not keep it): with id, it tells a directory
+	// from a later one that reuses its inode number.
+	birth int64
+}
+
+// statLink returns the link of the open file fd.
+func statLink(fd int) (link, error) {
+	var st unix.Statx_t
+	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BASIC_STATS|unix.STATX_BTIME, &st)
+	if err != nil {
+		return link{}, err
+	}
+	l := link{id: hostfs.FileID{Dev: unix.Mkdev(st.Dev_major, st.Dev_minor), Ino: st.Ino}, uid: st.Uid, mode: uint32(st.Mode)}
+	if st.Mask&unix.STATX_BTIME != 0 {
+		l.birth = st.Btime.Sec*int64(1e9) + int64(st.Btime.Nsec)
+	}
+	return l, nil
 }
 
 // chain returns dir and its ancestors up to "/", nearest first, walked
@@ -28,12 +46,11 @@ func chain(dir *os.File) ([]link, error) {
 	}
 	var out []link
 	for range maxDepth {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
+		l, err := statLink(fd)
+		if err != nil {
 			unix.Close(fd)
 			return nil, fmt.Errorf("walk up from %s: %w", dir.Name(), err)
 		}
-		l := link{id: hostfs.FileID{Dev: st.Dev, Ino: st.Ino}, uid: st.Uid, mode: st.Mode}
 		if n := len(out); n > 0 && out[n-1].id == l.id {
 			unix.Close(fd)
 			return out, nil // ".." of "/" is "/"

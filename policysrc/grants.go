@@ -25,7 +25,9 @@ import (
 // holding it lasted) from one the user wrote.
 type Grant struct {
 	hostfs.FileID
-	Path string `json:"path"`
+	// Birth is the tree's creation time (see link.birth; 0: unknown).
+	Birth int64  `json:"birth,omitempty"`
+	Path  string `json:"path"`
 	// Start and End are when the grant began and ended (Unix
 	// nanoseconds); End is 0 while the run lasts.
 	Start int64 `json:"start"`
@@ -65,11 +67,16 @@ func Record(stateDir string, roots []string) (func(), error) {
 		return nil, err
 	}
 	for _, r := range roots {
-		ids := IDs([]string{r})
-		if len(ids) == 0 {
+		f, err := os.OpenFile(r, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
 			continue
 		}
-		mine = append(mine, Grant{FileID: ids[0], Path: r, Start: now, PID: os.Getpid(), PIDStart: pidStart})
+		l, err := statLink(int(f.Fd()))
+		f.Close()
+		if err != nil {
+			continue
+		}
+		mine = append(mine, Grant{FileID: l.id, Birth: l.birth, Path: r, Start: now, PID: os.Getpid(), PIDStart: pidStart})
 	}
 	if len(mine) == 0 {
 		return func() {}, nil
@@ -153,18 +160,23 @@ func compact(gs []Grant) []Grant {
 		return gs
 	}
 	var out []Grant
-	merged := map[hostfs.FileID]int{}
+	type key struct {
+		hostfs.FileID
+		birth int64
+	}
+	merged := map[key]int{}
 	for _, g := range gs {
 		if g.Running() {
 			out = append(out, g)
 			continue
 		}
-		if i, ok := merged[g.FileID]; ok {
+		k := key{g.FileID, g.Birth}
+		if i, ok := merged[k]; ok {
 			out[i].Start = min(out[i].Start, g.Start)
 			out[i].End = max(out[i].End, g.End)
 			continue
 		}
-		merged[g.FileID] = len(out)
+		merged[k] = len(out)
 		out = append(out, g)
 	}
 	if len(out) > maxGrants {
@@ -187,6 +199,13 @@ func endOrNow(g Grant) int64 {
 // ctime (Unix nanoseconds) in its tree.
 func (g Grant) Covers(ctime int64) bool {
 	return ctime >= g.Start-slack && (g.Running() || ctime <= g.End+slack)
+}
+
+// applies reports whether g is a grant of the directory (or file) l: the
+// same inode, and, where both creation times are known, the same one (an
+// inode number is reused once its file is gone).
+func (g Grant) applies(l link) bool {
+	return g.FileID == l.id && (g.Birth == 0 || l.birth == 0 || g.Birth == l.birth)
 }
 
 // procStart returns the start time of process pid (field 22 of

@@ -68,6 +68,26 @@ func TestCheckerWhy(t *testing.T) {
 			t.Errorf("%s: why %q, want %q", tc.file, why, tc.want)
 		}
 	}
+	// A grant of another directory that had the same inode number (its
+	// creation time differs) does not count.
+	gf, err := os.Open(filepath.Join(dir, "granted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := statLink(int(gf.Fd()))
+	gf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.birth != 0 {
+		c.Grants[0].Birth = l.birth - 1
+		if f, why, err := c.Open(filepath.Join(dir, "granted/sub/f.json")); err != nil || why != "" {
+			t.Errorf("a grant of a reused inode number: why %q, err %v; want trusted", why, err)
+		} else {
+			f.Close()
+		}
+		c.Grants[0].Birth = l.birth
+	}
 	// A grant that ended before the file last changed does not count.
 	c.Grants[0].End = time.Now().Add(-time.Minute).UnixNano()
 	if f, why, err := c.Open(filepath.Join(dir, "granted/sub/f.json")); err != nil || why != "" {

@@ -91,7 +91,11 @@ func (c Checker) why(f, dir *os.File, p string) (string, error) {
 		return "", err
 	}
 	ctime := st.Ctim.Nano()
-	self := link{id: hostfs.FileID{Dev: st.Dev, Ino: st.Ino}, uid: st.Uid}
+	self, err := statLink(int(f.Fd()))
+	if err != nil {
+		return "", &os.PathError{Op: "statx", Path: p, Err: err}
+	}
+	self.mode = 0 // the file's own mode was checked above
 	// The file itself, then its directories (a single file granted to a
 	// run is a root too); names are for messages only.
 	name := p
@@ -108,7 +112,7 @@ func (c Checker) why(f, dir *os.File, p string) (string, error) {
 			}
 		}
 		for _, g := range c.Grants {
-			if g.FileID == l.id && g.Covers(ctime) {
+			if g.applies(l) && g.Covers(ctime) {
 				return fmt.Sprintf("it was changed at %s, while the run of sbx pid %d (started %s) could write %s",
 					stamp(ctime), g.PID, stamp(g.Start), g.Path), nil
 			}
