@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/profile"
 	"github.com/sbx-sandbox/sbx/sandbox"
@@ -87,7 +88,9 @@ type Options struct {
 	// settings file, a profile or the config file rather than the command
 	// line: they never open a protected entry (see ProtectedNames), so
 	// one that is or lies inside a protected entry is left out (said on
-	// Log): the entry stays read-only.
+	// Log): the entry stays read-only. The caller resolves them: one
+	// that now resolves to another path (a component was swapped for a
+	// symlink since it was checked) is refused.
 	PolicyReadWrite []string
 	// RequestReadOnly are read-only paths an sbx exec request names
 	// ("ro"): checked as the workspace is (never the home).
@@ -239,6 +242,13 @@ func (o *Options) resolvePaths() error {
 		r, err := resolvePath("--rw", p, cwd, true)
 		if err != nil {
 			return err
+		}
+		want := p
+		if !filepath.IsAbs(want) {
+			want = filepath.Join(cwd, want)
+		}
+		if r != filepath.Clean(want) {
+			return &gate.RejectError{Field: "--rw", Reason: fmt.Sprintf("writable path %s (from a settings file, a profile or the config): it resolves to %s now, not to the path that was checked (a symlink was put in its way); not running", p, r)}
 		}
 		if slices.Contains(o.rw, r) {
 			continue // given already (by the command line: open)

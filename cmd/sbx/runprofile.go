@@ -387,6 +387,16 @@ func (e *profileEnv) loadSettings(c policysrc.Checker, files, tighten []string) 
 	out.AllowHosts = pol.AllowHosts
 	out.Mask = pol.Mask
 	out.Protect = pol.Protect
+	// Resolved here, as the user: the run refuses one that resolves to
+	// another path by then (see runner.Options.PolicyReadWrite).
+	_ = e.cred.Do(func() error {
+		for i, w := range pol.Writable {
+			if r, err := filepath.EvalSymlinks(w); err == nil {
+				pol.Writable[i] = r
+			}
+		}
+		return nil
+	})
 	for _, w := range pol.Writable {
 		if w == e.workspace {
 			t := true
