@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/profile"
 	"github.com/sbx-sandbox/sbx/sandbox"
@@ -80,7 +82,16 @@ type Options struct {
 	// one, or a directory.
 	Home string
 	// ReadOnly and ReadWrite are extra host paths to mount at their path.
+	// A ReadWrite path that names a protected entry exactly opens it.
 	ReadOnly, ReadWrite []string
+	// PolicyReadWrite are more writable host paths, asked for by a
+	// settings file, a profile or the config file rather than the command
+	// line: they never open a protected entry (see ProtectedNames), so
+	// one that is or lies inside a protected entry is left out (said on
+	// Log): the entry stays read-only. The caller resolves them: one
+	// that now resolves to another path (a component was swapped for a
+	// symlink since it was checked) is refused.
+	PolicyReadWrite []string
 	// RequestReadOnly are read-only paths an sbx exec request names
 	// ("ro"): checked as the workspace is (never the home).
 	RequestReadOnly []string
@@ -152,6 +163,7 @@ type Options struct {
 	// Filled by resolvePaths: the resolved, checked host paths.
 	ws, home string
 	ro, rw   []string
+	policyRW []string    // resolved PolicyReadWrite
 	masks    []string    // resolved Masks
 	protects []string    // resolved Protect
 	cred     hostfs.Cred // the invoking user's, for host file operations
@@ -233,6 +245,30 @@ func (o *Options) resolvePaths() error {
 			return err
 		}
 		o.rw = append(o.rw, r)
+	}
+	o.policyRW = nil
+	for _, p := range o.PolicyReadWrite {
+		r, err := resolvePath("--rw", p, cwd, true)
+		if err != nil {
+			return err
+		}
+		want := p
+		if !filepath.IsAbs(want) {
+			want = filepath.Join(cwd, want)
+		}
+		if r != filepath.Clean(want) {
+			return &gate.RejectError{Field: "--rw", Reason: fmt.Sprintf("writable path %s (from a settings file, a profile or the config): it resolves to %s now, not to the path that was checked (a symlink was put in its way); not running", p, r)}
+		}
+		if slices.Contains(o.rw, r) {
+			continue // given already (by the command line: open)
+		}
+		if entry, ok := protectedEntryOf(r, o.ws, who.home); ok {
+			fmt.Fprintf(o.Log, "sbx: keeping %s read-only: a settings file, a profile or the config asks to write %s, and only --rw %s on the command line opens a protected entry\n", entry, r, entry)
+			continue
+		}
+		o.rw = append(o.rw, r)
+		o.policyRW = append(o.policyRW, r)
+		paths = append(paths, hostPath{field: "--rw", path: r, writable: true})
 	}
 	if o.Home != "" && o.Home != HomeTmp {
 		if o.home, err = hold("--home", o.Home, false, true); err != nil {

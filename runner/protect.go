@@ -49,7 +49,7 @@ var ProtectedNames = []protectedName{
 	{".sbx*", false}, {".gitconfig", false}, {".ssh", false},
 	{".bashrc", false}, {".bash_profile", false}, {".bash_login", false}, {".bash_logout", false},
 	{".profile", false}, {".zshrc", false}, {".zshenv", false}, {".zprofile", false},
-	{".zlogin", false}, {".config/fish", false},
+	{".zlogin", false}, {".config/fish", false}, {".config/sbx", false},
 }
 
 // walkLimits bound the walk that looks for protected entries. The walk
@@ -152,14 +152,50 @@ func protectPaths(ws string, write bool, ro, rw []string) (Protection, error) {
 
 // protectPathsWith is protectPaths with the walk's limits.
 func protectPathsWith(ws string, write bool, ro, rw []string, lim walkLimits) (Protection, error) {
-	w := &walker{mounts: map[string]bool{ws: write}, opened: map[string]bool{}, lim: lim, deadline: time.Now().Add(lim.time), buf: make([]byte, 32<<10)}
+	return protectTrees(trees{ws: ws, write: write, ro: ro, rw: rw, open: rw}, lim)
+}
+
+// trees are the mounts of host paths of a run, as protectTrees sees them.
+type trees struct {
+	ws     string
+	write  bool
+	ro, rw []string
+	// open are the rw paths that open a protected entry they name
+	// (those of the command line).
+	open []string
+	// home is the invoking user's home: its names (rc files, .ssh,
+	// .config/sbx) are protected wherever it lies in a writable tree,
+	// as they are in a workspace.
+	home string
+}
+
+// protectRun is protectPaths for o's run: only the command line's --rw
+// paths open a protected entry, and the home's names are looked for in
+// the invoking user's home too.
+func (o *Options) protectRun(ws string, ro, rw []string) (Protection, error) {
+	open := slices.DeleteFunc(slices.Clone(rw), func(p string) bool { return slices.Contains(o.policyRW, p) })
+	home := ""
+	if h := o.who.home; filepath.IsAbs(h) && h != "/" {
+		if r, err := filepath.EvalSymlinks(h); err == nil {
+			home = r
+		}
+	}
+	return protectTrees(trees{ws: ws, write: o.Write, ro: ro, rw: rw, open: open, home: home}, defaultWalkLimits)
+}
+
+// protectTrees is protectPaths with what opens an entry and the limits.
+func protectTrees(t trees, lim walkLimits) (Protection, error) {
+	ws := t.ws
+	w := &walker{mounts: map[string]bool{ws: t.write}, opened: map[string]bool{}, lim: lim, deadline: time.Now().Add(lim.time), buf: make([]byte, 32<<10)}
 	// The order of sandbox.Spec.Config: at the same path an --rw mount
 	// lies over an --ro one, and both over the workspace.
-	for _, p := range ro {
+	for _, p := range t.ro {
 		w.mounts[p] = false
 	}
-	for _, p := range rw {
+	for _, p := range t.rw {
 		w.mounts[p] = true
+	}
+	for _, p := range t.open {
 		w.opened[p] = true
 	}
 	var roots []string
@@ -172,6 +208,11 @@ func protectPathsWith(ws string, write bool, ro, rw []string, lim walkLimits) (P
 	for _, root := range roots {
 		if err := w.walk(root, root == ws); err != nil {
 			return Protection{}, err
+		}
+		if t.home != "" && t.home != ws && (within(t.home, root) || within(root, t.home)) {
+			if err := w.homeNames(root, t.home); err != nil {
+				return Protection{}, err
+			}
 		}
 	}
 	pr, err := w.result()
@@ -251,4 +292,38 @@ func (pr Protection) verify(pid int) error {
 		return fmt.Errorf("protected paths: %w", err)
 	}
 	return nil
+}
+
+// protectedEntryOf returns the protected entry that the resolved path p
+// is or lies inside, by name: a component named as an entry protected at
+// any depth, or, below the workspace ws or the home, a name of a home.
+func protectedEntryOf(p, ws, home string) (string, bool) {
+	for d := p; d != "/" && d != "."; d = filepath.Dir(d) {
+		for _, n := range ProtectedNames {
+			if n.anyDepth && strings.HasSuffix(d, "/"+n.name) {
+				return d, true
+			}
+		}
+	}
+	for _, base := range []string{ws, home} {
+		if base == "" || !within(p, base) {
+			continue
+		}
+		for _, n := range ProtectedNames {
+			if n.anyDepth {
+				continue
+			}
+			e := filepath.Join(base, n.name)
+			if ok, _ := filepath.Match(e, p); ok || within(p, e) {
+				return e, true
+			}
+			// A glob name (.sbx*): the first component below base.
+			rel, _ := filepath.Rel(base, p)
+			first, _, _ := strings.Cut(rel, "/")
+			if ok, _ := filepath.Match(n.name, first); ok && strings.Contains(n.name, "*") {
+				return filepath.Join(base, first), true
+			}
+		}
+	}
+	return "", false
 }

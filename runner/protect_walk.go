@@ -71,6 +71,34 @@ func (w *walker) walk(root string, top bool) error {
 			}
 		}
 	}
+	return w.tree(root, top)
+}
+
+// homeNames records the home's protected names (home/.bashrc, ...) that
+// lie strictly inside the writable tree at root, which holds home or lies
+// inside it (--rw ~/.config: ~/.config/sbx).
+func (w *walker) homeNames(root, home string) error {
+	for _, n := range ProtectedNames {
+		if n.anyDepth {
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(home, n.name))
+		if err != nil {
+			return fmt.Errorf("protected paths: %w", err)
+		}
+		for _, m := range matches {
+			if m != root && within(m, root) {
+				if err := w.entry(root, m); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// tree walks the tree at root for the names protected at any depth.
+func (w *walker) tree(root string, top bool) error {
 	queue := []string{root}
 	for len(queue) > 0 {
 		dir := queue[0]

@@ -24,6 +24,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/policysrc"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
 	"golang.org/x/sys/unix"
@@ -116,6 +117,16 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		return res, err
 	}
 	res.ID = spec.ID
+	// Before the sandbox exists: what it may write is registered, so that
+	// a later run does not widen its policy from a file this one wrote
+	// (package policysrc). The grant ends after copy-back (deferred
+	// before the run's own teardown, so it runs after it).
+	endGrants, err := policysrc.Record(o.StateDir, grantedRoots(spec, o.rw))
+	if err != nil {
+		cleanup()
+		return res, err
+	}
+	defer endGrants()
 	staged, err := stagePaths(spec, &o, stagingStateDir(o.StateDir))
 	if err != nil {
 		cleanup()
@@ -167,6 +178,23 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// grantedRoots are the host trees a run's sandbox may write: the
+// workspace with --write, the --rw paths and the home. A file among the
+// --rw paths is copied back by a rename over it (a new inode), so its
+// directory is granted with it.
+func grantedRoots(spec *sandbox.Spec, rw []string) []string {
+	out := slices.Clone(rw)
+	for _, p := range rw {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			out = append(out, filepath.Dir(p))
+		}
+	}
+	if spec.Write {
+		out = append(out, spec.Workspace)
+	}
+	return append(out, spec.Home)
 }
 
 // housekeeping cleans up after killed runs: their sandboxes, throwaway
@@ -478,7 +506,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	)
 	err = o.cred.Do(func() error {
 		var err error
-		if prot, err = protectPaths(ws, o.Write, ro, rw); err != nil {
+		if prot, err = o.protectRun(ws, ro, rw); err != nil {
 			return err
 		}
 		if err := o.extraProtection(&prot); err != nil {

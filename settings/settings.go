@@ -33,11 +33,17 @@
 // gives a pty with --tty) and "enabled": true (pi's extension's switch;
 // false, "run unsandboxed", is an error).
 //
-// Files after the first may only tighten ([Merge]): their deny lists add
-// to the earlier ones', and each entry of their allow lists must be
-// covered by the earlier files' lists, else it is an error (a project's
-// file can never widen what the user's own allows; srt's own merge lets a
+// A file may only tighten ([Merge]) when it comes after the one that
+// allows, or when a sandbox could have written it (the caller decides
+// that: see package policysrc): its deny lists add to the earlier ones',
+// and each entry of its allow lists must be covered by the earlier
+// files' lists, paths by identity, else it is an error (a project's file
+// can never widen what the user's own allows; srt's own merge lets a
 // project's file override, sbx does not).
+//
+// Globs are expanded without entering a symlink, within a budget of
+// directory entries and time per file (glob.go): a pattern over a tree a
+// sandbox wrote cannot make sbx walk without end.
 package settings
 
 import (
@@ -46,7 +52,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -55,6 +60,7 @@ import (
 	"syscall"
 
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/policysrc"
 )
 
 // Policy is what one or more settings files ask of sbx.
@@ -104,7 +110,13 @@ func Load(path string, env Env) (Policy, error) {
 	} else if !fi.Mode().IsRegular() {
 		return Policy{}, fmt.Errorf("settings %s: not a regular file", path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxSize+1))
+	return Read(path, f, env)
+}
+
+// Read reads one settings file's content from r (at most maxSize bytes);
+// path names it.
+func Read(path string, r io.Reader, env Env) (Policy, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxSize+1))
 	if err != nil {
 		return Policy{}, fmt.Errorf("settings %s: %w", path, err)
 	}
@@ -278,7 +290,7 @@ func Parse(data []byte, env Env) (Policy, error) {
 		if err != nil {
 			return p, err
 		}
-		if err := p.filesystem(fsys, env); err != nil {
+		if err := p.filesystem(fsys, env, newBudget()); err != nil {
 			return p, err
 		}
 	}
@@ -409,7 +421,7 @@ func (e *entry) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (p *Policy) filesystem(o object, env Env) error {
+func (p *Policy) filesystem(o object, env Env, b *budget) error {
 	lists := []struct {
 		key string
 		out *[]string
@@ -429,7 +441,7 @@ func (p *Policy) filesystem(o object, env Env) error {
 			*l.set = set
 		}
 		for _, e := range entries {
-			paths, err := expand(e, env)
+			paths, err := expand(e, env, b)
 			if err != nil {
 				return fmt.Errorf("filesystem.%s %q: %w", l.key, e.Path, err)
 			}
@@ -442,13 +454,10 @@ func (p *Policy) filesystem(o object, env Env) error {
 	return rest(o, "filesystem.")
 }
 
-// globLimit bounds the directories a glob's walk reads.
-const globLimit = 50000
-
-// expand makes an entry absolute and expands a glob against what exists.
-// A literal or glob-free path is returned even if it does not exist (the
-// run checks that where it matters).
-func expand(e entry, env Env) ([]string, error) {
+// expand makes an entry absolute and expands a glob against what exists,
+// within b (see glob.go). A literal or glob-free path is returned even if
+// it does not exist (the run checks that where it matters).
+func expand(e entry, env Env, b *budget) ([]string, error) {
 	p := e.Path
 	if p == "" {
 		return nil, errors.New("empty path")
@@ -463,7 +472,7 @@ func expand(e entry, env Env) ([]string, error) {
 	case strings.HasPrefix(p, "~"):
 		return nil, errors.New("~user is not supported: write the path")
 	}
-	if e.Literal || !strings.ContainsAny(p, "*?[") {
+	if e.Literal || !hasMeta(p) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(env.Cwd, p)
 		}
@@ -479,34 +488,10 @@ func expand(e entry, env Env) ([]string, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(env.Cwd, p)
 		}
-		return filepath.Glob(p)
+		return globPath(p, b)
 	}
 	// A name pattern: every match at any depth below the working directory.
-	var out []string
-	dirs := 0
-	err := filepath.WalkDir(env.Cwd, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if dirs++; dirs > globLimit {
-				return fmt.Errorf("more than %d directories below %s to search", globLimit, env.Cwd)
-			}
-		}
-		if path != env.Cwd {
-			if ok, _ := filepath.Match(p, d.Name()); ok {
-				out = append(out, path)
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("expand: %w", err)
-	}
-	return out, nil
+	return globName(env.Cwd, p, b)
 }
 
 func union(a, b []string) []string {
@@ -523,8 +508,10 @@ func union(a, b []string) []string {
 // its deny lists add to base's; its allowedDomains and allowWrite, when
 // present, replace base's, but each of their entries must be covered by
 // base's (a host rule equal to one of base's or under one of its
-// wildcards, with the same port; a path equal to or below one of base's
-// writable paths), else Merge fails naming the entry.
+// wildcards, with the same port; a path at or below one of base's
+// writable paths, by identity: see [policysrc.Covered], which refuses a
+// path through a symlink), else Merge fails naming the entry. Merge opens
+// the paths: call it with the invoking user's rights (hostfs.Cred.Do).
 func Merge(base, later Policy) (Policy, error) {
 	out := base
 	out.Files = append(slices.Clone(base.Files), later.Files...)
@@ -542,8 +529,17 @@ func Merge(base, later Policy) (Policy, error) {
 		out.AllowHosts, out.HostsSet = slices.Clone(later.AllowHosts), true
 	}
 	if later.WritableSet {
+		roots := policysrc.IDs(base.Writable)
 		for _, w := range later.Writable {
-			if !slices.ContainsFunc(base.Writable, func(b string) bool { return w == b || strings.HasPrefix(w, strings.TrimSuffix(b, "/")+"/") }) {
+			ok, err := policysrc.Covered(w, roots)
+			var sl *policysrc.SymlinkError
+			if errors.As(err, &sl) {
+				return Policy{}, fmt.Errorf("settings %s: filesystem.allowWrite %s: %w; a file that may only tighten names no writable path through a symlink", name, w, err)
+			}
+			if err != nil {
+				return Policy{}, fmt.Errorf("settings %s: filesystem.allowWrite %s: %w", name, w, err)
+			}
+			if !ok {
 				return Policy{}, fmt.Errorf("settings %s: filesystem.allowWrite %s: not writable under %s, and this file may only tighten", name, w, earlier)
 			}
 		}

@@ -165,10 +165,23 @@ func equal(a, b Policy) bool {
 		slices.Equal(sorted(a.Protect), sorted(b.Protect))
 }
 
+// realEnv is a home and a working directory (with src) that exist.
+func realEnv(t *testing.T) Env {
+	t.Helper()
+	dir := t.TempDir()
+	env := Env{Home: filepath.Join(dir, "home"), Cwd: filepath.Join(dir, "ws")}
+	for _, d := range []string{env.Home, filepath.Join(env.Cwd, "src")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return env
+}
+
 // TestMergeTightenOnly: a later file adds denials and may narrow, never
 // widen, the allow lists.
 func TestMergeTightenOnly(t *testing.T) {
-	env := Env{Home: "/home/u", Cwd: "/ws"}
+	env := realEnv(t)
 	parse := func(j string) Policy {
 		t.Helper()
 		p, err := Parse([]byte(j), env)
@@ -192,11 +205,11 @@ func TestMergeTightenOnly(t *testing.T) {
 		{name: "wider hosts", later: `{"network": {"allowedDomains": ["evil.com"]}}`, error: "network.allowedDomains evil.com: not allowed by the earlier settings (f), and this file may only tighten"},
 		{name: "other port", later: `{"network": {"allowedDomains": ["npmjs.org:8443"]}}`, error: "npmjs.org:8443: not allowed"},
 		{name: "narrower write", later: `{"filesystem": {"allowWrite": ["src"]}}`,
-			want: Policy{AllowHosts: base.AllowHosts, HostsSet: true, Writable: []string{"/ws/src"}, WritableSet: true, Mask: base.Mask}},
-		{name: "wider write", later: `{"filesystem": {"allowWrite": ["~"]}}`, error: "filesystem.allowWrite /home/u: not writable under the earlier settings (f)"},
-		{name: "more denials", later: `{"filesystem": {"denyRead": ["~/.aws"], "denyWrite": ["/ws/.env"]}, "network": {"deniedDomains": ["evil.com"]}}`,
+			want: Policy{AllowHosts: base.AllowHosts, HostsSet: true, Writable: []string{env.Cwd + "/src"}, WritableSet: true, Mask: base.Mask}},
+		{name: "wider write", later: `{"filesystem": {"allowWrite": ["~"]}}`, error: "filesystem.allowWrite " + env.Home + ": not writable under the earlier settings (f)"},
+		{name: "more denials", later: `{"filesystem": {"denyRead": ["~/.aws"], "denyWrite": ["` + env.Cwd + `/.env"]}, "network": {"deniedDomains": ["evil.com"]}}`,
 			want: Policy{AllowHosts: base.AllowHosts, HostsSet: true, Writable: base.Writable, WritableSet: true,
-				Mask: []string{"/home/u/.ssh", "/home/u/.aws"}, Protect: []string{"/ws/.env"}, Denied: []string{"evil.com"}}},
+				Mask: []string{env.Home + "/.ssh", env.Home + "/.aws"}, Protect: []string{env.Cwd + "/.env"}, Denied: []string{"evil.com"}}},
 		{name: "denial inside the allowed", later: `{"network": {"deniedDomains": ["api.github.com"]}}`, error: "overlaps allowedDomains"},
 	}
 	for _, tc := range tests {
@@ -221,7 +234,7 @@ func TestMergeTightenOnly(t *testing.T) {
 // TestMergeWithoutBase: a tighten-only file with nothing before it (pi's
 // project file without a global one) may deny, not allow.
 func TestMergeWithoutBase(t *testing.T) {
-	env := Env{Home: "/home/u", Cwd: "/ws"}
+	env := realEnv(t)
 	for j, want := range map[string]string{
 		`{"filesystem": {"allowWrite": ["."]}}`:           "not writable under any earlier settings file",
 		`{"network": {"allowedDomains": ["github.com"]}}`: "not allowed by any earlier settings file",

@@ -15,7 +15,7 @@ import (
 var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net",
 	"no-discover", "publish",
 	// profiles, config, settings, masks (#18, #20)
-	"profile", "no-profile", "settings", "mask", "protect", "quiet"}
+	"profile", "no-profile", "settings", "tighten-settings", "mask", "protect", "quiet"}
 
 func TestVersion(t *testing.T) {
 	b := newBox(t)

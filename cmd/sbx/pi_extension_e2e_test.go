@@ -527,3 +527,52 @@ func TestPiExtensionSettings(t *testing.T) {
 		t.Errorf("without --settings: want the command refused, naming the flag, got %q", out)
 	}
 }
+
+// TestPiExtensionProjectFileAlone: with no global settings file, the
+// project's <cwd>/.pi/sandbox.json (which sandboxed commands can write)
+// still only tightens: its allowWrite of a directory outside the
+// workspace refuses the command (sbx 125) and nothing is written there.
+// The control: the same allowWrite from the global file (the pi agent
+// dir's extensions/sandbox.json) lets the command write there.
+func TestPiExtensionProjectFileAlone(t *testing.T) {
+	b := newBox(t)
+	prefix := installPi(t)
+	outside := b.tempDir()
+	content := fmt.Sprintf(`{"filesystem": {"allowWrite": [".", %q]}}`, outside)
+	command := fmt.Sprintf("echo x > %s/f; echo w=$?", outside)
+	run := func(home string) string {
+		t.Helper()
+		prov := newToolProvider(t, command, 0)
+		pi := startExtPi(t, b, prefix, home, prov)
+		pi.send(map[string]any{"id": "p1", "type": "prompt", "message": "write"})
+		pi.until(isType("agent_end"))
+		pi.finish()
+		reqs := prov.requests()
+		if len(reqs) != 2 {
+			t.Fatalf("the provider got %d requests, want 2", len(reqs))
+		}
+		out, _ := toolResult(reqs[1])
+		return out
+	}
+	projectSettings(t, b, content)
+	out := run(b.tempDir())
+	if !strings.Contains(out, "may only tighten") || strings.Contains(out, "w=0") {
+		t.Errorf("the project's file alone: want the command refused (it may only tighten), got %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
+		t.Fatalf("the project's file alone opened %s", outside)
+	}
+	if err := os.Remove(filepath.Join(b.ws, ".pi", "sandbox.json")); err != nil {
+		t.Fatal(err)
+	}
+	home := b.tempDir()
+	ext := filepath.Join(home, ".pi", "agent", "extensions")
+	if err := os.MkdirAll(ext, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ext, "sandbox.json"), content, 0o644)
+	chownToUser(t, filepath.Join(home, ".pi"), filepath.Join(home, ".pi", "agent"), ext, filepath.Join(ext, "sandbox.json"))
+	if out := run(home); !strings.Contains(out, "w=0") {
+		t.Errorf("control, the same file as the global one: want the command to write %s, got %q", outside, out)
+	}
+}

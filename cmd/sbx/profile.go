@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/profile"
@@ -84,11 +83,11 @@ func shellJoin(words []string) string {
 	return strings.Join(out, " ")
 }
 
-// exists reports whether a host path exists (relative: to the working
-// directory).
+// exists reports whether a host path a profile names exists (relative:
+// to the working directory), looked up as present does.
 func (e *profileEnv) exists(p string) bool {
-	_, err := os.Stat(e.abs(p))
-	return err == nil
+	_, ok := e.present(p)
+	return ok
 }
 
 // lookupProfile finds a profile by name: the user's first, then the

@@ -250,7 +250,7 @@ func TestConfigPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = b.runOpts(opts{env: writable}, "--", other)
-	if r.code != 125 || !strings.Contains(r.stderr, "writable only by you") {
+	if r.code != 125 || !strings.Contains(r.stderr, "others may write it (mode 0666)") {
 		t.Errorf("world-writable config: %v", r)
 	}
 	bad := confEnv(t, "[defaults]\nenv = [\"A=1\"]\nquite = true\n")

@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sbx-sandbox/sbx/config"
+	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/policysrc"
 	"github.com/sbx-sandbox/sbx/profile"
 	"github.com/sbx-sandbox/sbx/runner"
 	"github.com/sbx-sandbox/sbx/settings"
@@ -28,6 +29,7 @@ type profileFlags struct {
 	name      string
 	none      bool
 	settings  listFlag
+	tighten   listFlag
 	masks     listFlag
 	quiet     bool
 	protected listFlag
@@ -39,7 +41,8 @@ func (pf *profileFlags) register(fs *flag.FlagSet) {
 	fs.Var(&pf.protected, "protect", "`PATH` keep PATH read-only inside the writable trees, as the protected entries (repeatable)")
 	fs.StringVar(&pf.name, "profile", "", "`NAME` apply the profile NAME (sbx profile list); without it, the profile named as the command's basename applies, if any (said on stderr)")
 	fs.BoolVar(&pf.none, "no-profile", false, "apply no profile")
-	fs.Var(&pf.settings, "settings", "`FILE` read Anthropic sandbox-runtime settings (JSON: network.allowedDomains, filesystem.denyRead, allowWrite, denyWrite) as flags; a key sbx cannot honour is an error; files after the first may only tighten (repeatable)")
+	fs.Var(&pf.settings, "settings", "`FILE` read Anthropic sandbox-runtime settings (JSON: network.allowedDomains, filesystem.denyRead, allowWrite, denyWrite) as flags; a key sbx cannot honour is an error; only the first file that no sandbox could have written (none in the workspace, a writable path, an sbx home, or writable by others) may allow, every other only tighten (repeatable)")
+	fs.Var(&pf.tighten, "tighten-settings", "`FILE` read settings as --settings does, that may only tighten what the others allow (a project's own file; repeatable)")
 }
 
 // profileEnv is where profiles are resolved: the invoking user's home
@@ -99,10 +102,22 @@ func (e *profileEnv) abs(p string) string {
 	return filepath.Join(e.cwd, p)
 }
 
-// loadConfig reads the user's config file, unless it lies inside the
-// workspace: a repository must not be able to loosen its own sandbox. The
-// file must be a regular file of the user's own (or root's).
+// loadConfig reads the user's config file for a command that runs no
+// sandbox (sbx profile).
 func (e *profileEnv) loadConfig() (configFile, error) {
+	c, err := e.checker(nil, "")
+	if err != nil {
+		return configFile{}, err
+	}
+	return e.loadConfigWith(c)
+}
+
+// loadConfigWith reads the user's config file, unless it lies inside the
+// workspace: a repository must not be able to loosen its own sandbox.
+// Anything else a sandbox could have written (see package policysrc: an
+// sbx home, a tree an earlier run could write while it changed, a file
+// or directory others may write) is refused: a config can only widen.
+func (e *profileEnv) loadConfigWith(c policysrc.Checker) (configFile, error) {
 	path := e.config
 	if path == "" {
 		return configFile{}, nil // no home
@@ -115,25 +130,24 @@ func (e *profileEnv) loadConfig() (configFile, error) {
 		}
 	}
 	// Opened with the user's rights; the last component is not
-	// followed, and what is checked is what is read (fstat of the open
-	// file).
-	f, err := openUserFile(e.cred, path, os.O_RDONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return configFile{}, nil
-	}
-	if err != nil {
-		return configFile{}, fmt.Errorf("config %s: %w", path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return configFile{}, fmt.Errorf("config %s: %w", path, err)
-	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st == nil || (int(st.Uid) != e.cred.UID && st.Uid != 0) || fi.Mode().Perm()&0o022 != 0 {
-		return configFile{}, fmt.Errorf("config %s: not a regular file of yours, writable only by you (not reading it)", path)
-	}
-	return config.Read(path, f)
+	// followed, and what is checked is what is read.
+	var cfg configFile
+	err := e.cred.Do(func() error {
+		f, why, err := c.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("config %s: %w", path, err)
+		}
+		defer f.Close()
+		if why != "" {
+			return &gate.RejectError{Field: "config", Reason: fmt.Sprintf("config %s: not reading it: %s, so a sandbox could have written it (check it, then re-create it outside any sandbox; or give what you need as flags)", path, why)}
+		}
+		cfg, err = config.Read(path, f)
+		return err
+	})
+	return cfg, err
 }
 
 // sortProfiles sorts by name.
@@ -146,6 +160,9 @@ type runLayers struct {
 	eff     profile.Profile // every layer merged, paths expanded
 	applied string          // the profile's name, "" for none
 	args    []string        // the command with the profile's Args
+	// flagRW are the --rw paths of the command line: the only ones
+	// that open a protected entry (runner.Options.PolicyReadWrite).
+	flagRW []string
 	// explicit names the limits the user asked for (flags, config or
 	// profile), not the built-in host-sized defaults.
 	explicit []string
@@ -156,7 +173,14 @@ type runLayers struct {
 // layer (only what was given); set reports which flags were given.
 func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.Profile) (runLayers, error) {
 	var out runLayers
-	cfg, err := e.loadConfig()
+	// The config is read even inside a writable path of this run (it is
+	// kept read-only then, see guardInputs); what an earlier run could
+	// have written is refused.
+	check, err := e.checker(nil, flags.Home)
+	if err != nil {
+		return out, err
+	}
+	cfg, err := e.loadConfigWith(check)
 	if err != nil {
 		return out, err
 	}
@@ -181,35 +205,47 @@ func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.P
 	if !filepath.IsAbs(e.home) {
 		prof = dropHomePaths(prof)
 	}
+	prof.ReadOnly, prof.ReadWrite = e.mountable(prof.ReadOnly), e.mountable(prof.ReadWrite)
 	builtin := profile.Profile{Memory: formatSize(hostMemory())}
 	cpus, pids := hostCPUs(), int64(runDefaultPids)
 	builtin.CPUs, builtin.Pids = &cpus, &pids
 	defaults := cfg.Defaults.Expand(e.home)
+	defaults.ReadOnly, defaults.ReadWrite = e.mountable(defaults.ReadOnly), e.mountable(defaults.ReadWrite)
 
-	// Settings files: the profile's, then --settings; the first may
-	// allow, every later one only tighten (and a profile's project
-	// file always only tightens).
+	// Settings files: the profile's, then --settings. The first one that
+	// no sandbox could have written may allow; every other only tightens
+	// (see loadSettings). A path a profile names is looked up as the user,
+	// never through a symlink (see present).
 	var files []string
 	files = append(files, prof.Settings...)
 	files = append(files, defaults.Settings...)
 	for _, f := range append(slices.Clone(defaults.SettingsIfExists), prof.SettingsIfExists...) {
-		if e.exists(f) {
-			files = append(files, f)
+		if r, ok := e.present(f); ok {
+			files = append(files, r)
 		}
 	}
 	files = append(files, pf.settings...)
 	var tighten []string
 	for _, f := range append(slices.Clone(defaults.TightenIfExists), prof.TightenIfExists...) {
-		if e.exists(f) {
-			tighten = append(tighten, f)
+		if r, ok := e.present(f); ok {
+			tighten = append(tighten, r)
 		}
 	}
-	set, err := e.loadSettings(files, tighten)
+	tighten = append(tighten, pf.tighten...)
+	home := pick(flags.Home, prof.Home, defaults.Home)
+	check, err = e.checker(slices.Concat(flags.ReadWrite, prof.ReadWrite, defaults.ReadWrite), home)
+	if err != nil {
+		return out, err
+	}
+	set, err := e.loadSettings(check, files, tighten)
 	if err != nil {
 		return out, err
 	}
 	layers := []profile.Profile{builtin, defaults, prof, set, flags}
 	eff := profile.Merge(layers...)
+	set.Mask, set.Protect = e.settleDenials(set.Mask, set.Protect, e.writableRoots(eff), eff.Quiet != nil && *eff.Quiet)
+	layers[3] = set
+	eff = profile.Merge(layers...)
 	for _, l := range layers[1:] {
 		for flag, given := range map[string]bool{"--memory": l.Memory != "", "--cpus": l.CPUs != nil, "--pids": l.Pids != nil} {
 			if given && !slices.Contains(out.explicit, flag) {
@@ -220,12 +256,14 @@ func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.P
 	slices.Sort(out.explicit)
 	// Files of a profile that do not exist are left out.
 	for _, r := range eff.ReadOnlyIfExists {
-		if e.exists(r) {
-			eff.ReadOnly = append(eff.ReadOnly, r)
+		if real, ok := e.present(r); ok {
+			eff.ReadOnly = append(eff.ReadOnly, real)
 		}
 	}
 	eff.ReadOnlyIfExists = nil
+	eff.Protect = append(eff.Protect, e.guardInputs(eff, flags.ReadWrite, files)...)
 	out.eff = eff
+	out.flagRW = flags.ReadWrite
 	out.args = args
 	if len(prof.Args) > 0 {
 		out.args = append(append([]string{args[0]}, prof.Args...), args[1:]...)
@@ -233,36 +271,132 @@ func (pf *profileFlags) resolveRun(e *profileEnv, args []string, flags profile.P
 	return out, nil
 }
 
+// pick returns the first non-empty string.
+func pick(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// writableRoots are the trees of eff a sandbox may write, resolved as the
+// invoking user: the workspace with --write and the --rw paths.
+func (e *profileEnv) writableRoots(eff profile.Profile) []string {
+	var out []string
+	if eff.Write != nil && *eff.Write && e.workspace != "" {
+		out = append(out, e.workspace)
+	}
+	_ = e.cred.Do(func() error {
+		for _, p := range eff.ReadWrite {
+			if r, err := filepath.EvalSymlinks(e.abs(p)); err == nil {
+				out = append(out, r)
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// guardInputs returns the policy inputs that lie strictly inside a
+// writable tree of the run (the config file's directory, the settings
+// files read), to be kept read-only: the run must not rewrite what
+// configures the next one. A path that a --rw flag names itself stays
+// writable: the user asked for it.
+func (e *profileEnv) guardInputs(eff profile.Profile, flagRW, files []string) []string {
+	roots := e.writableRoots(eff)
+	var named []string
+	var out []string
+	_ = e.cred.Do(func() error {
+		for _, p := range flagRW {
+			if r, err := filepath.EvalSymlinks(e.abs(p)); err == nil {
+				named = append(named, r)
+			}
+		}
+		var inputs []string
+		if e.config != "" {
+			inputs = append(inputs, filepath.Dir(e.config))
+		}
+		for _, f := range files {
+			inputs = append(inputs, e.abs(f))
+		}
+		for _, in := range inputs {
+			r, err := filepath.EvalSymlinks(in)
+			if err != nil || slices.Contains(named, r) || slices.Contains(out, r) {
+				continue
+			}
+			for _, root := range roots {
+				if r != root && hostfs.Within(r, root) {
+					out = append(out, r)
+					break
+				}
+			}
+		}
+		return nil
+	})
+	return out
+}
+
 // loadSettings reads the srt settings files and maps them to a profile
-// layer: files[0] may allow, the rest and tighten may only tighten.
-func (e *profileEnv) loadSettings(files, tighten []string) (profile.Profile, error) {
+// layer. The first of files that no sandbox could have written (see
+// package policysrc) may allow; every other file of files and tighten
+// may only tighten what it allows ([settings.Merge]), whatever its place.
+func (e *profileEnv) loadSettings(c policysrc.Checker, files, tighten []string) (profile.Profile, error) {
 	var out profile.Profile
 	if len(files)+len(tighten) == 0 {
 		return out, nil
 	}
 	env := settings.Env{Home: e.home, Cwd: e.cwd}
-	var pol settings.Policy
+	var read []policyFile
+	base := -1
 	for i, f := range append(slices.Clone(files), tighten...) {
-		var p settings.Policy
-		err := e.cred.Do(func() error {
-			var err error
-			p, err = settings.Load(e.abs(f), env)
-			return err
-		})
+		pf, err := e.readSettings(c, f, env)
 		if err != nil {
 			return out, err
 		}
-		if i == 0 && len(files) > 0 {
-			pol = p
+		if i >= len(files) && pf.why == "" {
+			pf.why = "it is a project's file (--tighten-settings, or a profile's)"
+		}
+		if base < 0 && pf.why == "" {
+			base = i
+		}
+		read = append(read, pf)
+	}
+	var pol settings.Policy
+	if base >= 0 {
+		pol = read[base].pol
+	}
+	for i, pf := range read {
+		if i == base {
 			continue
 		}
-		if pol, err = settings.Merge(pol, p); err != nil {
-			return out, err
+		err := e.cred.Do(func() error {
+			var err error
+			pol, err = settings.Merge(pol, pf.pol)
+			return err
+		})
+		if err != nil {
+			reason := fmt.Sprintf("%v: %s", err, pf.why)
+			if pf.why == "" {
+				reason = fmt.Sprintf("%v (only the first settings file that no sandbox could have written may allow)", err)
+			}
+			return out, &gate.RejectError{Field: "settings", Reason: reason}
 		}
 	}
 	out.AllowHosts = pol.AllowHosts
 	out.Mask = pol.Mask
 	out.Protect = pol.Protect
+	// Resolved here, as the user: the run refuses one that resolves to
+	// another path by then (see runner.Options.PolicyReadWrite).
+	_ = e.cred.Do(func() error {
+		for i, w := range pol.Writable {
+			if r, err := filepath.EvalSymlinks(w); err == nil {
+				pol.Writable[i] = r
+			}
+		}
+		return nil
+	})
 	for _, w := range pol.Writable {
 		if w == e.workspace {
 			t := true
@@ -358,7 +492,9 @@ func (pf *profileFlags) apply(fs *flag.FlagSet, s streams, o *runner.Options, v 
 			return nil, fmt.Errorf("timeout %q: %v", eff.Timeout, err)
 		}
 	}
-	*v.allowHosts, *v.env, *v.ro, *v.rw = eff.AllowHosts, eff.Env, eff.ReadOnly, eff.ReadWrite
+	*v.allowHosts, *v.env, *v.ro = eff.AllowHosts, eff.Env, eff.ReadOnly
+	*v.rw = layers.flagRW
+	o.PolicyReadWrite = slices.DeleteFunc(slices.Clone(eff.ReadWrite), func(p string) bool { return slices.Contains(layers.flagRW, p) })
 	o.Masks, o.Protect = eff.Mask, eff.Protect
 	o.Quiet = eff.Quiet != nil && *eff.Quiet
 	return layers.explicit, nil

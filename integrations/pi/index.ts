@@ -5,9 +5,10 @@
  * -c <command>": the session's cwd writable, the rest of the host as sbx
  * shows it (system read-only, no home, no network but the sandbox's own
  * loopback). srt-shaped settings files, the same ones pi's sandbox example
- * reads, are passed as "--settings FILE" when they exist:
- *   global:  <pi agent dir>/extensions/sandbox.json  (~/.pi/agent/...)
- *   project: <cwd>/.pi/sandbox.json                  (may only tighten)
+ * reads, are passed when they exist:
+ *   global:  <pi agent dir>/extensions/sandbox.json  --settings FILE
+ *   project: <cwd>/.pi/sandbox.json                  --tighten-settings FILE
+ * The project's file may only tighten, with or without a global file.
  *
  * Fails closed: when sbx is missing, "sbx doctor" says it cannot enforce on
  * this host, or a settings file exists that this sbx cannot read, commands
@@ -49,7 +50,7 @@ export default function (pi: ExtensionAPI) {
 					`Fix what "sbx doctor" reports, or turn the sandbox off explicitly with ${OFF_ENV}=1 or pi --no-sbx.`,
 			);
 		}
-		const args = sbxArgs(s, { cwd, settings: settingsFiles(globalSettings, cwd), passEnv: passEnv(env), timeout }, command);
+		const args = sbxArgs(s, { cwd, ...settingsFiles(globalSettings, cwd), passEnv: passEnv(env), timeout }, command);
 		guardProjectConfig(cwd);
 		return args;
 	};
@@ -87,15 +88,19 @@ export default function (pi: ExtensionAPI) {
 			const files = settingsFiles(globalSettings, ctx.cwd);
 			let argv: string;
 			try {
-				argv = [s.bin, ...sbxArgs(s, { cwd: ctx.cwd, settings: files, passEnv: [] }, "<command>")].join(" ");
+				argv = [s.bin, ...sbxArgs(s, { cwd: ctx.cwd, ...files, passEnv: [] }, "<command>")].join(" ");
 			} catch (err) {
 				argv = `refused: ${(err as Error).message}`;
 			}
 			const lines = [
 				`sbx: ${s.bin} (${s.doctor.ok ? "can enforce" : "CANNOT enforce: commands are refused"})`,
-				`settings: ${files.length ? files.join(", ") : `none (looked for ${globalSettings} and ${join(ctx.cwd, ".pi", "sandbox.json")})`}`,
+				`settings: ${
+					files.settings.length + files.tighten.length
+						? [...files.settings, ...files.tighten.map((f) => `${f} (may only tighten)`)].join(", ")
+						: `none (looked for ${globalSettings} and ${join(ctx.cwd, ".pi", "sandbox.json")})`
+				}`,
 				`run: ${argv}`,
-				`sbx flags: --settings ${s.features.settings ? "yes" : "no"}, --quiet ${s.features.quiet ? "yes" : "no"}, --no-profile ${s.features.noProfile ? "yes" : "no"}`,
+				`sbx flags: --settings ${s.features.settings ? "yes" : "no"}, --tighten-settings ${s.features.tightenSettings ? "yes" : "no"}, --quiet ${s.features.quiet ? "yes" : "no"}, --no-profile ${s.features.noProfile ? "yes" : "no"}`,
 				"",
 				"sbx doctor:",
 				s.doctor.output,

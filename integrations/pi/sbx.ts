@@ -28,6 +28,8 @@ export const EXIT_TIMEOUT = 124;
 export interface Features {
 	/** --settings FILE: srt's JSON shape (repeatable; later files only tighten). */
 	settings: boolean;
+	/** --tighten-settings FILE: settings that may only tighten (a project's file). */
+	tightenSettings: boolean;
 	/** --quiet: no "sbx: denied ..." lines (the count at the end stays). */
 	quiet: boolean;
 	/**
@@ -76,13 +78,14 @@ export async function probe(bin: string): Promise<SbxInfo> {
 	const [help, doc] = await Promise.all([run(bin, ["run", "--help"]), run(bin, ["doctor"])]);
 	if (doc.err) {
 		const missing = `sbx not found or not executable (${bin}: ${doc.err.message})`;
-		return { bin, features: { settings: false, quiet: false, noProfile: false }, doctor: { ok: false, verdict: missing, output: missing } };
+		return { bin, features: { settings: false, tightenSettings: false, quiet: false, noProfile: false }, doctor: { ok: false, verdict: missing, output: missing } };
 	}
 	const verdict = /^verdict:\s*(.*)$/m.exec(doc.out)?.[1] ?? `sbx doctor exited ${doc.status}`;
 	return {
 		bin,
 		features: {
 			settings: /^\s*--settings\b/m.test(help.out),
+			tightenSettings: /^\s*--tighten-settings\b/m.test(help.out),
 			quiet: /^\s*--quiet\b/m.test(help.out),
 			noProfile: /^\s*--no-profile\b/m.test(help.out),
 		},
@@ -91,12 +94,17 @@ export async function probe(bin: string): Promise<SbxInfo> {
 }
 
 /**
- * settingsFiles returns the srt-shaped settings files that exist, global
- * first: the project's may only tighten what the global one allows (sbx
- * enforces that, not this file).
+ * settingsFiles returns the srt-shaped settings files that exist: the
+ * user's global file, which may allow, and the project's, which may only
+ * tighten what the global one allows. A project's file lies in the
+ * workspace, which sandboxed commands write: it is never passed as the
+ * file that allows (see sbxArgs), whether or not a global file exists.
  */
-export function settingsFiles(globalFile: string, cwd: string): string[] {
-	return [globalFile, join(cwd, ".pi", "sandbox.json")].filter((f) => existsSync(f));
+export function settingsFiles(globalFile: string, cwd: string): { settings: string[]; tighten: string[] } {
+	return {
+		settings: [globalFile].filter((f) => existsSync(f)),
+		tighten: [join(cwd, ".pi", "sandbox.json")].filter((f) => existsSync(f)),
+	};
 }
 
 /**
@@ -119,8 +127,10 @@ export function guardProjectConfig(cwd: string): void {
 /** Options of one sandboxed command. */
 export interface RunOptions {
 	cwd: string;
-	/** Existing settings files, global first (see settingsFiles). */
+	/** Existing settings files that may allow: the global one (see settingsFiles). */
 	settings: string[];
+	/** Existing settings files that may only tighten: the project's. */
+	tighten?: string[];
 	/** Names of environment variables to pass into the sandbox by name. */
 	passEnv: string[];
 	/** pi's timeout in seconds, if any: sbx kills the sandbox at it. */
@@ -134,13 +144,31 @@ export interface RunOptions {
  */
 export function sbxArgs(info: Pick<SbxInfo, "features">, o: RunOptions, command: string): string[] {
 	const args = ["run", "--workspace", o.cwd, "--write"];
-	if (o.settings.length > 0 && !info.features.settings) {
+	const tighten = o.tighten ?? [];
+	const all = [...o.settings, ...tighten];
+	if (all.length > 0 && !info.features.settings) {
 		throw new Error(
-			`this sbx has no --settings flag, so it cannot apply ${o.settings.join(" and ")}; ` +
+			`this sbx has no --settings flag, so it cannot apply ${all.join(" and ")}; ` +
 				"update sbx, or move the file(s) away to run with sbx's defaults",
 		);
 	}
 	for (const f of o.settings) args.push("--settings", f);
+	for (const f of tighten) {
+		if (info.features.tightenSettings) {
+			args.push("--tighten-settings", f);
+		} else if (o.settings.length > 0) {
+			// After the global file: an sbx without --tighten-settings
+			// lets every file after the first only tighten.
+			args.push("--settings", f);
+		} else {
+			// Alone, it would be the first file, which such an sbx lets
+			// allow anything.
+			throw new Error(
+				`this sbx has no --tighten-settings flag, so it would let ${f} (a project's file) allow, not only tighten; ` +
+					"update sbx, or create the global settings file that it tightens",
+			);
+		}
+	}
 	if (info.features.quiet) args.push("--quiet");
 	if (info.features.noProfile) args.push("--no-profile");
 	if (o.timeout && o.timeout > 0) args.push("--timeout", `${Math.ceil(o.timeout * 1000)}ms`);
