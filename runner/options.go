@@ -248,10 +248,11 @@ func (o *Options) resolvePaths() error {
 	}
 	o.policyRW = nil
 	for _, p := range o.PolicyReadWrite {
-		r, err := resolvePath("--rw", p, cwd, true)
+		h, err := o.holdPath("--rw", p, cwd, true)
 		if err != nil {
 			return err
 		}
+		r := h.Path
 		want := p
 		if !filepath.IsAbs(want) {
 			want = filepath.Join(cwd, want)
@@ -268,7 +269,7 @@ func (o *Options) resolvePaths() error {
 		}
 		o.rw = append(o.rw, r)
 		o.policyRW = append(o.policyRW, r)
-		paths = append(paths, hostPath{field: "--rw", path: r, writable: true})
+		paths = append(paths, hostPath{field: "--rw", path: r, writable: true, fsType: h.FSType})
 	}
 	if o.Home != "" && o.Home != HomeTmp {
 		if o.home, err = hold("--home", o.Home, false, true); err != nil {
