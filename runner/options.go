@@ -172,8 +172,10 @@ type Options struct {
 	// installation, and what to say if the program is not found (127).
 	found    *discovery
 	notFound string
-	// rwCopies are the --rw files copied into the sbx home (rwfile.go).
+	// rwCopies are the --rw files copied into the run dir (rwfile.go).
 	rwCopies []rwCopy
+	// runDir is the run's private state (rundir.go).
+	runDir *runDir
 }
 
 // resolvePaths resolves every host path of o (symlinks evaluated) and

@@ -7,38 +7,44 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
 // A single file given with --rw used to be bind-mounted over its own path.
-// A program that saves a file atomically (writes a temporary file beside
-// it, then renames it over the file: editors, npm, Claude Code's
-// ~/.claude.json) then fails with EBUSY, since a mount point cannot be
-// replaced. Where the file's directory is writable inside anyway, sbx
-// shows the file without a mount:
+// Where the file's directory is writable inside anyway, sbx shows the file
+// without binding the host file:
 //   - a file in the writable workspace is the workspace's own (--rw only
-//     takes it out of the protected entries): the program's rename reaches
-//     the host as any other write there;
+//     takes it out of the protected entries): the program's writes, a save
+//     by rename included, reach the host as any other write there;
 //   - a file below the user's home (inside, the sbx home lies there) is
-//     copied into the sbx home before the run and, if the program changed
-//     it, copied back after it, as the user, without following symlinks,
-//     replacing the host file atomically; if the host file changed during
-//     the run as well, the host's is kept and the sandbox's version stays
-//     in the sbx home, named on stderr.
-// Elsewhere (a directory that is read-only inside, /tmp) the file is still
-// bound, and an atomic save there fails as before: --rw its directory.
+//     copied, as the user, into the run's own dir (see rundir.go), bound at
+//     its place in the home for this run alone (a concurrent or later run
+//     of the same workspace, which shares the home, never sees it), and,
+//     if the program changed it, copied back after the run, as the user,
+//     without following symlinks, replacing the host file atomically; if
+//     the host file changed during the run as well, the host's is kept and
+//     the sandbox's version is written beside it, named on stderr. The
+//     copy is a mount point inside, so a save by rename over it fails
+//     (EBUSY), as for a bound file: a program that saves that way needs
+//     --rw of the file's directory.
+// Elsewhere (a directory that is read-only inside, /tmp) the host file is
+// bound.
 
 // maxRWCopy is the largest file copied in and back (larger ones are bound).
 const maxRWCopy = 64 << 20
 
-// rwCopy is one --rw file copied into the sbx home.
+// rwCopy is one --rw file copied into the run dir.
 type rwCopy struct {
 	host string   // the resolved host path
-	rel  string   // its path below the home
+	name string   // its copy's name in the run dir's rw/
 	sum  [32]byte // of what was copied in
 	st   unix.Stat_t
 }
@@ -74,17 +80,20 @@ func (o *Options) mountedElsewhere(p string) bool {
 	return false
 }
 
-// copyInRW copies each file of copies into the sbx home (host directory
-// home, shown at the user's home path) as the user.
-func (o *Options) copyInRW(copies []string, home string) ([]rwCopy, error) {
-	var out []rwCopy
+// copyInRW copies each file of copies into the run dir rd as the user
+// and returns the binds that show each at its place below homeInside.
+func (o *Options) copyInRW(copies []string, rd *runDir, homeInside string) ([]rwCopy, []sandbox.Bind, error) {
+	var (
+		out   []rwCopy
+		binds []sandbox.Bind
+	)
 	userHome := realPath(o.who.home)
-	for _, p := range copies {
+	for i, p := range copies {
 		rel, err := filepath.Rel(userHome, p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		c := rwCopy{host: p, rel: rel}
+		c := rwCopy{host: p, name: strconv.Itoa(i)}
 		err = o.cred.Do(func() error {
 			f, err := hostfs.OpenPath(p, unix.O_RDONLY|unix.O_NONBLOCK)
 			if err != nil {
@@ -94,49 +103,49 @@ func (o *Options) copyInRW(copies []string, home string) ([]rwCopy, error) {
 			if err := unix.Fstat(int(f.Fd()), &c.st); err != nil {
 				return err
 			}
+			if c.st.Mode&unix.S_IFMT != unix.S_IFREG {
+				return errors.New("not a regular file")
+			}
 			data, err := io.ReadAll(io.LimitReader(f, maxRWCopy+1))
 			if err != nil {
 				return err
 			}
 			c.sum = sha256.Sum256(data)
-			d, err := hostfs.OpenDir(home, nil)
+			d, err := rd.dir.OpenDir(runRWDir)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			if dir := filepath.Dir(rel); dir != "." {
-				if err := d.MkdirAll(dir, 0o700); err != nil {
-					return err
-				}
-			}
-			return replaceIn(d, rel, data, os.FileMode(c.st.Mode&0o777))
+			return replaceIn(d, c.name, data, os.FileMode(c.st.Mode&0o777))
 		})
 		if err != nil {
-			return nil, fmt.Errorf("--rw %s: copy into the sandbox home: %w", p, err)
+			return nil, nil, fmt.Errorf("--rw %s: copy for the sandbox: %w", p, err)
 		}
 		out = append(out, c)
+		binds = append(binds, sandbox.Bind{
+			Source: filepath.Join(rd.sub(runRWDir), c.name),
+			Dest:   filepath.Join(homeInside, rel),
+		})
 	}
-	return out, nil
+	return out, binds, nil
 }
 
 // copyBackRW copies back, after the run, each file the program changed.
-func (o *Options) copyBackRW(copies []rwCopy, home string) error {
+func (o *Options) copyBackRW(copies []rwCopy, rd *runDir, id string) error {
+	if len(copies) == 0 {
+		return nil
+	}
 	var errs []error
 	for _, c := range copies {
-		if err := o.cred.Do(func() error { return c.back(home, o.Log) }); err != nil {
+		if err := o.cred.Do(func() error { return c.back(rd, id, o.Log) }); err != nil {
 			errs = append(errs, fmt.Errorf("--rw %s: %w", c.host, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (c rwCopy) back(home string, log io.Writer) error {
-	d, err := hostfs.OpenDir(home, nil)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	f, err := d.Open(c.rel)
+func (c rwCopy) back(rd *runDir, id string, log io.Writer) error {
+	f, err := rd.dir.Open(path.Join(runRWDir, c.name))
 	if errors.Is(err, unix.ENOENT) {
 		fmt.Fprintf(log, "sbx: --rw %s: the program removed it; the host's file is kept\n", c.host)
 		return nil
@@ -150,14 +159,14 @@ func (c rwCopy) back(home string, log io.Writer) error {
 		return err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("the sandbox's copy %s is no longer a regular file: not copied back", filepath.Join(home, c.rel))
+		return errors.New("the sandbox's copy is no longer a regular file: not copied back")
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxRWCopy+1))
 	if err != nil {
 		return err
 	}
 	if len(data) > maxRWCopy {
-		return fmt.Errorf("the sandbox's copy grew past %d MiB: not copied back (it stays at %s)", maxRWCopy>>20, filepath.Join(home, c.rel))
+		return fmt.Errorf("the sandbox's copy grew past %d MiB: not copied back", maxRWCopy>>20)
 	}
 	if sha256.Sum256(data) == c.sum {
 		return nil
@@ -167,13 +176,28 @@ func (c rwCopy) back(home string, log io.Writer) error {
 		return err
 	}
 	defer hostDir.Close()
-	var now unix.Stat_t
-	if err := unix.Fstatat(unix.AT_FDCWD, c.host, &now, unix.AT_SYMLINK_NOFOLLOW); err != nil ||
-		now.Ino != c.st.Ino || now.Dev != c.st.Dev || now.Size != c.st.Size || now.Mtim != c.st.Mtim {
-		fmt.Fprintf(log, "sbx: --rw %s: changed on the host during the run too: kept the host's; the sandbox's version is %s\n", c.host, filepath.Join(home, c.rel))
+	base := filepath.Base(c.host)
+	perm := os.FileMode(c.st.Mode & 0o777)
+	now, err := hostDir.Lstat(base)
+	if nst, ok := sysStat(now); err != nil || !ok ||
+		nst.Ino != c.st.Ino || nst.Dev != c.st.Dev || nst.Size != c.st.Size || nst.Mtim.Sec != c.st.Mtim.Sec || nst.Mtim.Nsec != c.st.Mtim.Nsec {
+		kept := base + ".sbx-conflict-" + id
+		if err := replaceIn(hostDir, kept, data, perm); err != nil {
+			return fmt.Errorf("changed on the host during the run too; keeping the sandbox's version: %w", err)
+		}
+		fmt.Fprintf(log, "sbx: --rw %s: changed on the host during the run too: kept the host's; the sandbox's version is %s\n", c.host, filepath.Join(filepath.Dir(c.host), kept))
 		return nil
 	}
-	return replaceIn(hostDir, filepath.Base(c.host), data, os.FileMode(c.st.Mode&0o777))
+	return replaceIn(hostDir, base, data, perm)
+}
+
+// sysStat returns fi's stat data (nil fi: false).
+func sysStat(fi os.FileInfo) (*syscall.Stat_t, bool) {
+	if fi == nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // replaceIn writes data to name in d atomically: a new file beside it,

@@ -128,6 +128,9 @@ func (s *Spec) config(rootfs, shimExe string, layout []Entry) (*configs.Config, 
 	for _, p := range s.ReadWrite {
 		binds = append(binds, bindMount(p, p, true))
 	}
+	for _, b := range s.RunBinds {
+		binds = append(binds, bindMount(b.Source, b.Dest, true))
+	}
 	if s.ResolvConf != "" {
 		if fi, err := os.Lstat("/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
 			binds = append(binds, bindMount(s.ResolvConf, "/etc/resolv.conf", false))

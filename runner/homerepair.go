@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/hostfs"
+)
+
+// sbx versions before the mount points were made as the user (see
+// mountpoints.go) left root-owned directories and empty files in a user's
+// sbx home when they ran under sudo: the program then failed with EACCES
+// below them (pi's ~/.pi/agent/sessions, Gemini's project registry), and so
+// did every later run of that workspace, rootless too, and the user could
+// not remove the home. repairHome finds them at the start of a run and,
+// when sbx is root, gives them back to the user; rootless, it says the one
+// command that does.
+
+// Bounds of the search: a home is searched once per state dir (per boot
+// for root's /run/sbx) once a search completed.
+const (
+	repairMaxEntries = 20000
+	repairMaxDepth   = 12
+	repairBudget     = 2 * time.Second
+)
+
+// repairHome searches the sbx home dir (the invoking user who's) for
+// entries owned by root, without following symlinks or crossing mounts.
+// As root it changes each directory, and each regular file with one link,
+// to the user (by descriptor, see hostfs.Dir.ChownIf) and says so in one
+// line; rootless it prints the command to run. A completed search is
+// recorded in stateDir, keyed by the home's identity, and not repeated.
+func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log io.Writer) {
+	if who.uid == 0 {
+		return
+	}
+	err := cred.Do(func() error {
+		d, err := hostfs.OpenDir(dir, nil)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		id, err := d.ID()
+		if err != nil {
+			return err
+		}
+		mark := filepath.Join(stateDir, "homes-checked", fmt.Sprintf("%d-%d-%d", who.uid, id.Dev, id.Ino))
+		if _, err := os.Lstat(mark); err == nil {
+			return nil
+		}
+		var found []string
+		complete := walkHome(d, func(rel string, st *syscall.Stat_t) {
+			if st.Uid == 0 {
+				found = append(found, rel)
+			}
+		})
+		fixed := 0
+		if len(found) > 0 && os.Geteuid() == 0 {
+			// Changing an owner needs root's own rights.
+			_ = hostfs.AsSelf(func() error {
+				for _, rel := range found {
+					ok, err := d.ChownIf(rel, who.uid, who.gid, rootMountPoint)
+					if err == nil && ok {
+						fixed++
+					}
+				}
+				return nil
+			})
+		}
+		switch {
+		case len(found) == 0:
+		case fixed == len(found):
+			fmt.Fprintf(log, "sbx: gave %d root-owned entries in the sbx home %s (left by an earlier sbx run as root) back to %s\n", fixed, dir, who.name)
+		default:
+			fmt.Fprintf(log, "sbx: the sbx home %s holds %d entries owned by root (left by an earlier sbx run as root), which the program cannot change; fix it with: sudo chown -hR %d:%d %s\n", dir, len(found)-fixed, who.uid, who.gid, dir)
+			return nil
+		}
+		if complete {
+			_ = hostfs.AsSelf(func() error {
+				if err := os.MkdirAll(filepath.Dir(mark), 0o700); err != nil {
+					return err
+				}
+				return os.WriteFile(mark, nil, 0o600)
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(log, "sbx: warning: checking the owner of the sbx home %s: %v\n", dir, err)
+	}
+}
+
+// rootMountPoint accepts what an earlier sbx made as root in a home: a
+// root-owned directory, or a root-owned regular file with a single link
+// (a hard link to a file elsewhere, root's, is never changed).
+func rootMountPoint(st *unix.Stat_t) bool {
+	if st.Uid != 0 {
+		return false
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return true
+	case unix.S_IFREG:
+		return st.Nlink == 1
+	}
+	return false
+}
+
+// walkHome calls fn for every entry below d (never following a symlink,
+// never crossing a mount), within the bounds above; it reports whether it
+// saw every entry.
+func walkHome(d *hostfs.Dir, fn func(rel string, st *syscall.Stat_t)) bool {
+	deadline := time.Now().Add(repairBudget)
+	seen := 0
+	var walk func(rel string, depth int) bool
+	walk = func(rel string, depth int) bool {
+		names, err := d.ReadDir(rel)
+		if err != nil {
+			return true // unreadable (root's 0700, say): its entry was reported
+		}
+		for _, n := range names {
+			if seen++; seen > repairMaxEntries || time.Now().After(deadline) {
+				return false
+			}
+			p := path.Join(rel, n)
+			fi, err := d.Lstat(p)
+			if err != nil {
+				continue
+			}
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if !ok {
+				continue
+			}
+			fn(p, st)
+			if fi.IsDir() {
+				if depth >= repairMaxDepth {
+					return false
+				}
+				if !walk(p, depth+1) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return walk(".", 0)
+}
