@@ -57,7 +57,7 @@ func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log 
 		}
 		var found []string
 		complete := walkHome(d, func(rel string, st *syscall.Stat_t) {
-			if st.Uid == 0 {
+			if madeByRoot(st.Uid, st.Mode, uint64(st.Nlink)) {
 				found = append(found, rel)
 			}
 		})
@@ -79,7 +79,7 @@ func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log 
 		case fixed == len(found):
 			fmt.Fprintf(log, "sbx: gave %d root-owned entries in the sbx home %s (left by an earlier sbx run as root) back to %s\n", fixed, dir, who.name)
 		default:
-			fmt.Fprintf(log, "sbx: the sbx home %s holds %d entries owned by root (left by an earlier sbx run as root), which the program cannot change; fix it with: sudo chown -hR %d:%d %s\n", dir, len(found)-fixed, who.uid, who.gid, dir)
+			fmt.Fprintf(log, "sbx: the sbx home %s holds %d entries owned by root (left by an earlier sbx run as root), which the program cannot change; give them back with: sudo find '%s' -xdev -user 0 \\( -type d -o -type f -links 1 \\) -exec chown -h %d:%d {} +\n", dir, len(found)-fixed, dir, who.uid, who.gid)
 			return nil
 		}
 		if complete {
@@ -97,18 +97,24 @@ func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log 
 	}
 }
 
-// rootMountPoint accepts what an earlier sbx made as root in a home: a
-// root-owned directory, or a root-owned regular file with a single link
-// (a hard link to a file elsewhere, root's, is never changed).
+// rootMountPoint is madeByRoot of the stat data ChownIf checks.
 func rootMountPoint(st *unix.Stat_t) bool {
-	if st.Uid != 0 {
+	return madeByRoot(st.Uid, st.Mode, uint64(st.Nlink))
+}
+
+// madeByRoot accepts what an earlier sbx made as root in a home: a
+// root-owned directory, or a root-owned regular file with a single link
+// (a hard link to a file elsewhere, root's, is never changed; neither is
+// a symlink or a special file).
+func madeByRoot(uid, mode uint32, nlink uint64) bool {
+	if uid != 0 {
 		return false
 	}
-	switch st.Mode & unix.S_IFMT {
+	switch mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		return true
 	case unix.S_IFREG:
-		return st.Nlink == 1
+		return nlink == 1
 	}
 	return false
 }
