@@ -30,10 +30,11 @@ import (
 
 // runDir is one run's private state directory.
 type runDir struct {
-	path string
-	dir  *hostfs.Dir // opened by sbx itself: the user cannot search root's state dir
-	lock *os.File
-	cred hostfs.Cred
+	path     string
+	dir      *hostfs.Dir // opened by sbx itself: the user cannot search root's state dir
+	lock     *os.File    // flock'ed for the run's life, linked at lockPath
+	lockPath string
+	cred     hostfs.Cred
 }
 
 // Subdirectories of a run dir.
@@ -53,17 +54,18 @@ func newRunDir(stateDir, id string, c hostfs.Cred) (*runDir, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
-	lock, err := lockfile.Publish(filepath.Join(parent, id+".lock"), nil)
+	lockPath := filepath.Join(parent, id+".lock")
+	lock, err := lockfile.Publish(lockPath, nil)
 	if err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
-	r := &runDir{path: filepath.Join(parent, id), lock: lock, cred: c}
+	r := &runDir{path: filepath.Join(parent, id), lock: lock, lockPath: lockPath, cred: c}
 	fail := func(err error) (*runDir, error) {
 		if r.dir != nil {
 			r.dir.Close()
 		}
 		os.Remove(r.path)
-		os.Remove(lock.Name())
+		os.Remove(lockPath)
 		lock.Close()
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
@@ -106,7 +108,7 @@ func (r *runDir) remove(stagingState string) {
 	}
 	if err := emptyAsUser(r.cred, r.dir); err == nil {
 		os.Remove(r.path)
-		os.Remove(r.lock.Name())
+		os.Remove(r.lockPath)
 	}
 }
 

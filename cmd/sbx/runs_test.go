@@ -221,6 +221,8 @@ func leftovers(id string) []string {
 	for _, p := range []string{
 		filepath.Join(stateRoot, "run", id),
 		filepath.Join(stateRoot, "lc", id),
+		filepath.Join(stateRoot, "runs", id), // the run's own state (staged files, --rw copies)
+		filepath.Join(stateRoot, "runs", id+".lock"),
 	} {
 		if exists(p) {
 			found = append(found, p)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Per-run state is per run (issue 25, class 4): what sbx copies in for
@@ -270,3 +271,37 @@ func TestRunStateSudoHomeIsTheUsers(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestRunStateKilledRunCopiedBack: sbx is killed (SIGKILL) while its
+// program runs with a staged session; the next run copies back what the
+// killed one's program wrote, from the killed run's own dir, and removes
+// that dir.
+func TestRunStateKilledRunCopiedBack(t *testing.T) {
+	for _, m := range deputyModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			b := deputyBox(t, m)
+			p := b.start(opts{env: m.env}, "run", "--env", `ATTACK=echo killed-turn >> "$2"; echo ready; exec sleep 300.0271`,
+				"--", "./pi", "--session", "sess/s.jsonl")
+			p.waitLine("ready")
+			ids, err := runs.ids(p.cmd.Process.Pid, p.start, 5*time.Second)
+			if err != nil || len(ids) != 1 {
+				p.signal(syscall.SIGKILL)
+				t.Fatalf("sandbox id of the run: %v %v", ids, err)
+			}
+			if !exists(filepath.Join(stateRoot, "runs", ids[0])) {
+				t.Errorf("control: the run has no run dir %s", filepath.Join(stateRoot, "runs", ids[0]))
+			}
+			p.signal(syscall.SIGKILL)
+			_ = p.cmd.Wait()
+			p.cancel()
+			killedRuns.Store(true)
+			if r := b.runOpts(opts{env: m.env}, "--", "true"); r.code != 0 {
+				t.Errorf("next run: %v", r)
+			}
+			if got := readFile(t, filepath.Join(b.ws, "sess", "s.jsonl")); got != "host\nPLANTED\nkilled-turn\n" {
+				t.Errorf("the killed run's session: %q, want its program's lines copied back", got)
+			}
+			assertNoLeftovers(t, ids[0])
+		})
+	}
+}
