@@ -138,10 +138,56 @@ func (o *Options) copyBackRW(copies []rwCopy, rd *runDir, id string) error {
 	var errs []error
 	for _, c := range copies {
 		if err := o.cred.Do(func() error { return c.back(rd, id, o.Log) }); err != nil {
+			if kept := o.keepRW(c, rd, id); kept != "" {
+				err = fmt.Errorf("%w (the sandbox's version is kept in %s)", err, kept)
+			}
 			errs = append(errs, fmt.Errorf("--rw %s: %w", c.host, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// keptRWDir is where, below the user's home, the sandbox's version of a
+// --rw file whose copy-back failed is kept (the run dir is removed).
+const keptRWDir = ".local/share/sbx/kept"
+
+// keepRW keeps the sandbox's version of c, whose copy-back failed, in
+// ~/.local/share/sbx/kept/<id>/ with the user's identity (never in the
+// sbx home, which other runs share), and returns its path ("" if it
+// could not, or if it is no regular file: that is never copied).
+func (o *Options) keepRW(c rwCopy, rd *runDir, id string) string {
+	home := realPath(o.who.home)
+	if home == "" || home == "/" {
+		return ""
+	}
+	rel := path.Join(keptRWDir, id, c.name+"-"+filepath.Base(c.host))
+	err := o.cred.Do(func() error {
+		f, err := rd.dir.Open(path.Join(runRWDir, c.name))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxRWCopy {
+			return errors.New("not kept")
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxRWCopy))
+		if err != nil {
+			return err
+		}
+		h, err := hostfs.OpenDir(home, nil)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		if err := h.MkdirAll(path.Dir(rel), 0o700); err != nil {
+			return err
+		}
+		return replaceIn(h, rel, data, 0o600)
+	})
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, rel)
 }
 
 func (c rwCopy) back(rd *runDir, id string, log io.Writer) error {

@@ -95,6 +95,37 @@ func TestRWFileAtomicSave(t *testing.T) {
 		}
 	})
 
+	t.Run("copy-back refused", func(t *testing.T) {
+		b := b.in(t)
+		// The file's directory is replaced by a symlink during the run:
+		// copy-back refuses it, and the sandbox's version is kept in
+		// the user's data dir, not lost with the run dir.
+		sub := filepath.Join(home, "sub")
+		mkdir(t, sub)
+		f := filepath.Join(sub, ".cfg")
+		writeFile(t, f, "host-k\n", 0o600)
+		chownToUser(t, sub, f)
+		p := b.start(env, "run", "--rw", f, "--", "sh", "-c", `echo sandbox-k > "$1"; echo ready; while [ ! -e go-k ]; do sleep 0.05; done`, "sh", f)
+		p.waitLine("ready")
+		if err := os.Rename(sub, sub+".moved"); err != nil {
+			t.Fatal(err)
+		}
+		symlink(t, sub+".moved", sub)
+		writeFile(t, filepath.Join(b.ws, "go-k"), "", 0o644)
+		r := p.wait()
+		_, kept, ok := strings.Cut(r.stderr, "the sandbox's version is kept in ")
+		kept, _, _ = strings.Cut(kept, ")")
+		if r.code != exitSbxError || !ok || !strings.HasPrefix(kept, filepath.Join(home, ".local/share/sbx/kept")+"/") {
+			t.Fatalf("copy-back into a replaced directory: got %v, want 125 naming the kept copy", r)
+		}
+		if got := readFile(t, kept); got != "sandbox-k\n" {
+			t.Errorf("kept copy: %q", got)
+		}
+		if got := readFile(t, filepath.Join(sub+".moved", ".cfg")); got != "host-k\n" {
+			t.Errorf("host file written through the symlink: %q", got)
+		}
+	})
+
 	t.Run("workspace", func(t *testing.T) {
 		b := b.in(t)
 		envrc := filepath.Join(b.ws, ".envrc")
