@@ -148,6 +148,12 @@ func TestCopyBackGivesUpAtOnce(t *testing.T) {
 	if !strings.Contains(e.warnings.String(), "giving up") || exists(manifestPath(e.state, testRun)) {
 		t.Errorf("not given up at once: %q", e.warnings.String())
 	}
+	// What the sandbox wrote is kept in the user's data dir (the run dir
+	// is removed by the caller).
+	kept := filepath.Join(e.home, ".local/share/sbx/kept", testRun, "session", "s.jsonl")
+	if !strings.Contains(e.warnings.String(), "what the sandbox wrote is kept in "+filepath.Dir(filepath.Dir(kept))) || read(t, kept) != "s\nS\n" {
+		t.Errorf("the sandbox's version is not kept: %q", e.warnings.String())
+	}
 }
 
 // TestRecoverDiscardsOldManifest: a manifest of an older format is removed
