@@ -33,8 +33,8 @@ const (
 
 // repairHome searches the sbx home dir (the invoking user who's) for
 // entries owned by root, without following symlinks or crossing mounts.
-// As root it changes each directory, and each regular file with one link,
-// to the user (by descriptor, see hostfs.Dir.ChownIf) and says so in one
+// As root it changes each directory, and each empty regular file with one
+// link, to the user (by descriptor, see hostfs.Dir.ChownIf) and says so in one
 // line; rootless it prints the command to run. A completed search is
 // recorded in stateDir, keyed by the home's identity, and not repeated.
 func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log io.Writer) {
@@ -57,7 +57,7 @@ func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log 
 		}
 		var found []string
 		complete := walkHome(d, func(rel string, st *syscall.Stat_t) {
-			if madeByRoot(st.Uid, st.Mode, uint64(st.Nlink)) {
+			if madeByRoot(st.Uid, st.Mode, uint64(st.Nlink), st.Size) {
 				found = append(found, rel)
 			}
 		})
@@ -82,7 +82,10 @@ func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log 
 			fmt.Fprintf(log, "sbx: the sbx home %s holds %d entries owned by root (left by an earlier sbx run as root), which the program cannot change; give them back with: sudo find '%s' -xdev -user 0 \\( -type d -o -type f -links 1 \\) -exec chown -h %d:%d {} +\n", dir, len(found)-fixed, dir, who.uid, who.gid)
 			return nil
 		}
-		if complete {
+		// A search cut short by its bounds is recorded too when it found
+		// nothing: what an earlier sbx made lies near the top, which a
+		// breadth-first search sees first.
+		if complete || len(found) == 0 {
 			_ = hostfs.AsSelf(func() error {
 				if err := os.MkdirAll(filepath.Dir(mark), 0o700); err != nil {
 					return err
@@ -99,14 +102,14 @@ func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log 
 
 // rootMountPoint is madeByRoot of the stat data ChownIf checks.
 func rootMountPoint(st *unix.Stat_t) bool {
-	return madeByRoot(st.Uid, st.Mode, uint64(st.Nlink))
+	return madeByRoot(st.Uid, st.Mode, uint64(st.Nlink), st.Size)
 }
 
 // madeByRoot accepts what an earlier sbx made as root in a home: a
-// root-owned directory, or a root-owned regular file with a single link
-// (a hard link to a file elsewhere, root's, is never changed; neither is
-// a symlink or a special file).
-func madeByRoot(uid, mode uint32, nlink uint64) bool {
+// root-owned directory, or a root-owned empty regular file with a single
+// link (a mount point). A file with content, a hard link to a file
+// elsewhere, a symlink or a special file is never given away.
+func madeByRoot(uid, mode uint32, nlink uint64, size int64) bool {
 	if uid != 0 {
 		return false
 	}
@@ -114,47 +117,49 @@ func madeByRoot(uid, mode uint32, nlink uint64) bool {
 	case unix.S_IFDIR:
 		return true
 	case unix.S_IFREG:
-		return nlink == 1
+		return nlink == 1 && size == 0
 	}
 	return false
 }
 
-// walkHome calls fn for every entry below d (never following a symlink,
-// never crossing a mount), within the bounds above; it reports whether it
-// saw every entry.
+// walkHome calls fn for every entry below d, breadth first (what an
+// earlier sbx made lies near the top: the mount points of paths below the
+// home), never following a symlink and never crossing a mount, within the
+// bounds above; it reports whether it saw every entry.
 func walkHome(d *hostfs.Dir, fn func(rel string, st *syscall.Stat_t)) bool {
 	deadline := time.Now().Add(repairBudget)
 	seen := 0
-	var walk func(rel string, depth int) bool
-	walk = func(rel string, depth int) bool {
-		names, err := d.ReadDir(rel)
-		if err != nil {
-			return true // unreadable (root's 0700, say): its entry was reported
+	level := []string{"."}
+	for depth := 0; len(level) > 0; depth++ {
+		if depth > repairMaxDepth {
+			return false
 		}
-		for _, n := range names {
-			if seen++; seen > repairMaxEntries || time.Now().After(deadline) {
-				return false
-			}
-			p := path.Join(rel, n)
-			fi, err := d.Lstat(p)
+		var next []string
+		for _, dir := range level {
+			names, err := d.ReadDir(dir)
 			if err != nil {
-				continue
+				continue // unreadable (root's 0700, say): its entry was reported
 			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
-			if !ok {
-				continue
-			}
-			fn(p, st)
-			if fi.IsDir() {
-				if depth >= repairMaxDepth {
+			for _, n := range names {
+				if seen++; seen > repairMaxEntries || time.Now().After(deadline) {
 					return false
 				}
-				if !walk(p, depth+1) {
-					return false
+				p := path.Join(dir, n)
+				fi, err := d.Lstat(p)
+				if err != nil {
+					continue
+				}
+				st, ok := fi.Sys().(*syscall.Stat_t)
+				if !ok {
+					continue
+				}
+				fn(p, st)
+				if fi.IsDir() {
+					next = append(next, p)
 				}
 			}
 		}
-		return true
+		level = next
 	}
-	return walk(".", 0)
+	return true
 }

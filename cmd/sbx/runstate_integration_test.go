@@ -176,7 +176,7 @@ func TestRunStateNewSessionDir(t *testing.T) {
 // owned by root in the user's home: the mount points sbx needs in the sbx
 // home are made as the user. Root-owned entries an earlier version left
 // there are given back to the user, but never a hard link to a file of
-// root's. A following rootless run of the same workspace then works.
+// root's or a file with content. A following rootless run of the same workspace then works.
 func TestRunStateSudoHomeIsTheUsers(t *testing.T) {
 	requireRoot(t)
 	if rootless() {
@@ -220,6 +220,8 @@ func TestRunStateSudoHomeIsTheUsers(t *testing.T) {
 	if err := os.Link(victim, link); err != nil {
 		t.Fatal(err)
 	}
+	secret := filepath.Join(sbxHome, ".pi", "root-secret") // not a mount point: content
+	writeFile(t, secret, "root's\n", 0o600)
 	if err := os.Chown(filepath.Join(u.home, ".local"), u.uid, u.gid); err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +231,23 @@ func TestRunStateSudoHomeIsTheUsers(t *testing.T) {
 		}
 	}
 
+	// Rootless, the user cannot change them: the run says the command
+	// that does, and the program fails below them (the control).
+	ub := &box{t: t, ws: ws, data: dataHome, runDir: t.TempDir(), user: &u}
+	if err := os.Chmod(filepath.Dir(ub.runDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(ub.runDir, u.uid, u.gid); err != nil {
+		t.Fatal(err)
+	}
+	const write = "mkdir -p ~/.pi/agent/sessions/x && echo ok > ~/.pi/agent/settings.json && echo done"
+	r := ub.run("--", "sh", "-c", write)
+	if r.code == 0 || !strings.Contains(r.stderr, "sbx: the sbx home "+sbxHome+" holds 4 entries owned by root (left by an earlier sbx run as root), which the program cannot change; give them back with: sudo find '"+sbxHome+"' -xdev -user 0 \\( -type d -o -type f -links 1 \\) -exec chown -h "+itoa(u.uid)+":"+itoa(u.gid)+" {} +\n") {
+		t.Errorf("a rootless run in the poisoned home: %v", r)
+	}
+
 	sudo := opts{env: []string{"SUDO_UID=" + itoa(u.uid), "SUDO_GID=" + itoa(u.gid), "SUDO_USER=" + u.name}}
-	r := b.runOpts(sudo, "--ro", filepath.Join(agent, "settings.json"), "--ro", prefix, "--rw", filepath.Join(agent, "auth.json"),
+	r = b.runOpts(sudo, "--ro", filepath.Join(agent, "settings.json"), "--ro", prefix, "--rw", filepath.Join(agent, "auth.json"),
 		"--", "./pi", "--session", "s.jsonl")
 	if r.code != 0 {
 		t.Fatalf("sudo run: %v", r)
@@ -241,13 +258,15 @@ func TestRunStateSudoHomeIsTheUsers(t *testing.T) {
 	if got := readFile(t, filepath.Join(ws, "s.jsonl")); got != "turn\n" {
 		t.Errorf("control: the staged session did not come back: %q", got)
 	}
-	out, err := exec.Command("find", base, sbxHome, "-user", "root", "-not", "-path", victim, "-not", "-path", link).CombinedOutput()
+	out, err := exec.Command("find", base, sbxHome, "-user", "root", "-not", "-path", victim, "-not", "-path", link, "-not", "-path", secret).CombinedOutput()
 	if err != nil || len(out) != 0 {
 		t.Errorf("owned by root in the user's home and sbx home after a sudo run (%v):\n%s", err, out)
 	}
 	var st syscall.Stat_t
-	if err := syscall.Stat(victim, &st); err != nil || st.Uid != 0 {
-		t.Errorf("the hard link to root's file was given away: owner %d (%v)", st.Uid, err)
+	for _, p := range []string{victim, secret} {
+		if err := syscall.Stat(p, &st); err != nil || st.Uid != 0 {
+			t.Errorf("%s was given away: owner %d (%v)", p, st.Uid, err)
+		}
 	}
 	for _, mp := range []string{filepath.Join(rel, "agent", "settings.json"), filepath.Join(rel, "npm-global"), filepath.Join(rel, "work")} {
 		if _, err := os.Lstat(filepath.Join(sbxHome, mp)); err != nil {
@@ -257,14 +276,7 @@ func TestRunStateSudoHomeIsTheUsers(t *testing.T) {
 
 	// The same workspace, rootless, as the user: it writes below the
 	// entries the earlier version had made root's.
-	ub := &box{t: t, ws: ws, data: dataHome, runDir: t.TempDir(), user: &u}
-	if err := os.Chmod(filepath.Dir(ub.runDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(ub.runDir, u.uid, u.gid); err != nil {
-		t.Fatal(err)
-	}
-	r = ub.run("--", "sh", "-c", "mkdir -p ~/.pi/agent/sessions/x && echo ok > ~/.pi/agent/settings.json && echo done")
+	r = ub.run("--", "sh", "-c", write)
 	if r.code != 0 || r.stdout != "done\n" {
 		t.Errorf("a rootless run of the same workspace after the sudo run: %v", r)
 	}
