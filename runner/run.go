@@ -513,7 +513,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	}
 	rw, rwCopies := o.splitRWFiles(rw, ws) // see rwfile.go
 	var runBinds []sandbox.Bind
-	if o.rwCopies, runBinds, err = o.copyInRW(rwCopies, rd, homeInside); err != nil {
+	if o.rwCopies, runBinds, err = o.copyInRW(rwCopies, rd, home, homeInside); err != nil {
 		cleanup()
 		return nil, nop, err
 	}
@@ -603,7 +603,7 @@ func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
 		})
 		if err != nil {
 			lock.Close()
-			os.Remove(lock.Name())
+			os.Remove(tmpHomeLock(o.StateDir, id))
 			return "", nop, fmt.Errorf("create throwaway home: %w", err)
 		}
 		return dir, func() {
@@ -611,7 +611,7 @@ func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
 			// removes it with the run's staging dir).
 			if !stage.Pending(stagingStateDir(o.StateDir), dir) {
 				_ = removeAsUser(o.cred, dir)
-				os.Remove(lock.Name())
+				os.Remove(tmpHomeLock(o.StateDir, id)) // lock.Name() is its temporary name
 			}
 			lock.Close()
 		}, nil

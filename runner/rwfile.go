@@ -81,8 +81,9 @@ func (o *Options) mountedElsewhere(p string) bool {
 }
 
 // copyInRW copies each file of copies into the run dir rd as the user
-// and returns the binds that show each at its place below homeInside.
-func (o *Options) copyInRW(copies []string, rd *runDir, homeInside string) ([]rwCopy, []sandbox.Bind, error) {
+// and returns the binds that show each at its place below homeInside (the
+// sbx home, home on the host).
+func (o *Options) copyInRW(copies []string, rd *runDir, home, homeInside string) ([]rwCopy, []sandbox.Bind, error) {
 	var (
 		out   []rwCopy
 		binds []sandbox.Bind
@@ -116,7 +117,13 @@ func (o *Options) copyInRW(copies []string, rd *runDir, homeInside string) ([]rw
 				return err
 			}
 			defer d.Close()
-			return replaceIn(d, c.name, data, os.FileMode(c.st.Mode&0o777))
+			if err := replaceIn(d, c.name, data, os.FileMode(c.st.Mode&0o777)); err != nil {
+				return err
+			}
+			if emptyStaleCopy(home, rel, c.sum) {
+				fmt.Fprintf(o.Log, "sbx: --rw %s: emptied the copy an earlier sbx version left in the sbx home, %s\n", p, filepath.Join(home, rel))
+			}
+			return nil
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--rw %s: copy for the sandbox: %w", p, err)
@@ -128,6 +135,32 @@ func (o *Options) copyInRW(copies []string, rd *runDir, homeInside string) ([]rw
 		})
 	}
 	return out, binds, nil
+}
+
+// emptyStaleCopy empties the file rel of the sbx home home when it holds
+// exactly sum: a copy of a --rw file that an earlier sbx version left
+// there, readable by every run of the workspace. It runs as the user and
+// follows no symlink; it reports whether it emptied one.
+func emptyStaleCopy(home, rel string, sum [32]byte) bool {
+	h, err := hostfs.OpenDir(home, nil)
+	if err != nil {
+		return false
+	}
+	defer h.Close()
+	f, err := h.OpenFile(filepath.ToSlash(rel), unix.O_RDWR|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 || fi.Size() > maxRWCopy {
+		return false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxRWCopy+1))
+	if err != nil || sha256.Sum256(data) != sum {
+		return false
+	}
+	return f.Truncate(0) == nil
 }
 
 // copyBackRW copies back, after the run, each file the program changed.

@@ -21,12 +21,13 @@ import (
 
 // modeHome is a directory below the home sbx takes for the run's user in
 // mode m (under sudo the user's passwd home, else $HOME, set to a temp
-// dir), owned by that user, and the options that give the run that home.
-func modeHome(t *testing.T, b *box, m deputyMode) (string, opts) {
+// dir), owned by that user, the options that give the run that home, and
+// where that directory is in the run's sbx home.
+func modeHome(t *testing.T, b *box, m deputyMode) (string, opts, string) {
 	t.Helper()
 	if m.uid < 0 {
 		home := b.tempDir()
-		return home, opts{env: append([]string{"HOME=" + home}, m.env...)}
+		return home, opts{env: append([]string{"HOME=" + home}, m.env...)}, b.sbxHome(b.data)
 	}
 	u, err := ensureTestUser("sbx-rootless-test")
 	if err != nil {
@@ -41,8 +42,25 @@ func modeHome(t *testing.T, b *box, m deputyMode) (string, opts) {
 		t.Fatal(err)
 	}
 	// The run's sbx home is below the user's own ~/.local/share.
-	t.Cleanup(func() { os.RemoveAll(b.sbxHome(filepath.Join(u.home, ".local", "share"))) })
-	return dir, opts{env: m.env}
+	sbxHome := b.sbxHome(filepath.Join(u.home, ".local", "share"))
+	t.Cleanup(func() { os.RemoveAll(sbxHome) })
+	rel, _ := filepath.Rel(u.home, dir)
+	return dir, opts{env: m.env}, filepath.Join(sbxHome, rel)
+}
+
+// mkdirOwned creates dir and its missing parents, each the run's user's
+// in mode m.
+func mkdirOwned(t *testing.T, m deputyMode, dir string) {
+	t.Helper()
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+	}
+	mkdir(t, dir)
+	own(t, m, missing...)
 }
 
 // own makes paths belong to the run's user in mode m.
@@ -68,10 +86,16 @@ func TestRunStateRWFileNotShared(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			b := deputyBox(t, m)
-			home, o := modeHome(t, b, m)
+			home, o, inHome := modeHome(t, b, m)
 			tok := filepath.Join(home, ".token")
 			writeFile(t, tok, "TOKEN-1\n", 0o600)
 			own(t, m, tok)
+			// A copy an earlier sbx version left in the sbx home is
+			// emptied.
+			stale := filepath.Join(inHome, ".token")
+			mkdirOwned(t, m, filepath.Dir(stale))
+			writeFile(t, stale, "TOKEN-1\n", 0o600)
+			own(t, m, stale)
 			a := b.start(o, "run", "--rw", tok, "--", "sh", "-c",
 				`cat "$1"; echo ready; while [ ! -e go ]; do sleep 0.05; done; echo edited-by-A > "$1"`, "sh", tok)
 			a.waitLine("ready")
@@ -83,6 +107,9 @@ func TestRunStateRWFileNotShared(t *testing.T) {
 			ra := a.wait()
 			if ra.code != 0 || !strings.Contains(ra.stdout, "TOKEN-1") {
 				t.Errorf("control: the granted run does not read its file: %v", ra)
+			}
+			if !strings.Contains(ra.stderr, "sbx: --rw "+tok+": emptied the copy an earlier sbx version left in the sbx home, "+stale+"\n") {
+				t.Errorf("the stale copy in the sbx home is not reported emptied: %v", ra)
 			}
 			if got := readFile(t, tok); got != "edited-by-A\n" {
 				t.Errorf("host file after both runs: %q, want the granted run's edit alone", got)
