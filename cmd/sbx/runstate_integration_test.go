@@ -344,3 +344,48 @@ func TestRunStateKilledRunCopiedBack(t *testing.T) {
 		})
 	}
 }
+
+// TestRunStateMountPointSymlinkRefused: a symlink planted in the sbx home
+// (by an earlier run of the workspace) where sbx makes a mount point for a
+// file below the home is never followed: the run is refused and nothing
+// is made where the link points (the workspace's .git). The control:
+// without the link the run works and the mount point is the user's.
+func TestRunStateMountPointSymlinkRefused(t *testing.T) {
+	for _, m := range deputyModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			b := deputyBox(t, m)
+			home, o, inHome := modeHome(t, b, m)
+			git := filepath.Join(b.ws, ".git")
+			mkdir(t, git)
+			own(t, m, git)
+			conf := filepath.Join(home, "conf", "settings.json")
+			mkdir(t, filepath.Dir(conf))
+			writeFile(t, conf, "{}\n", 0o644)
+			own(t, m, filepath.Dir(conf), conf)
+			mkdirOwned(t, m, inHome)
+			planted := filepath.Join(inHome, "conf")
+			symlink(t, git, planted)
+			own(t, m, planted)
+			r := b.runOpts(o, "--ro", conf, "--", "cat", conf)
+			if r.code != exitSbxError || !strings.Contains(r.stderr, "create the mount point of "+conf) {
+				t.Errorf("a mount point through a planted symlink: %v", r)
+			}
+			mustBeEmpty(t, git)
+			if err := os.Remove(planted); err != nil {
+				t.Fatal(err)
+			}
+			r = b.runOpts(o, "--ro", conf, "--", "cat", conf)
+			if r.code != 0 || r.stdout != "{}\n" {
+				t.Errorf("control: %v", r)
+			}
+			var st, ws syscall.Stat_t
+			if err := syscall.Lstat(filepath.Join(planted, "settings.json"), &st); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Stat(b.ws, &ws); err != nil || st.Uid != ws.Uid {
+				t.Errorf("mount point owned by %d, want the user %d (%v)", st.Uid, ws.Uid, err)
+			}
+		})
+	}
+}
