@@ -181,7 +181,7 @@ func (o *Options) housekeeping() {
 	if err := stage.Recover(stagingStateDir(o.StateDir), o.Log); err != nil {
 		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %v\n", err)
 	}
-	sweepRunDirs(o.StateDir) // after Recover has copied back from them
+	sweepRunDirs(o.StateDir, o.Log) // after Recover has copied back from them
 }
 
 // complete fills in the rest of the spec, before the sandbox is created

@@ -1,11 +1,15 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -131,8 +135,9 @@ func emptyAsUser(c hostfs.Cred, d *hostfs.Dir) error {
 
 // sweepRunDirs removes the run dirs of runs whose sbx is gone (their lock
 // is free) and whose copy-back stage.Recover has finished, each emptied
-// as its owner, and the records of those runs.
-func sweepRunDirs(stateDir string) {
+// as its owner, and the records of those runs. The --rw copies of a
+// killed run are copied back first, as for a run that ended.
+func sweepRunDirs(stateDir string, log io.Writer) {
 	parent := runsDir(stateDir)
 	ents, err := os.ReadDir(parent)
 	if err != nil {
@@ -158,7 +163,7 @@ func sweepRunDirs(stateDir string) {
 			continue
 		}
 		if !stage.Pending(stagingStateDir(stateDir), p) {
-			removeRunDir(p)
+			removeRunDir(p, log)
 		}
 		if f != nil {
 			os.Remove(f.Name())
@@ -167,8 +172,9 @@ func sweepRunDirs(stateDir string) {
 	}
 }
 
-// removeRunDir empties the run dir p as its owner and removes it.
-func removeRunDir(p string) {
+// removeRunDir empties the run dir p of a killed run as its owner and
+// removes it, after copying back its --rw copies.
+func removeRunDir(p string, log io.Writer) {
 	d, err := hostfs.OpenDir(p, nil)
 	if err != nil {
 		return
@@ -183,7 +189,38 @@ func removeRunDir(p string) {
 	if ok {
 		owner = hostfs.LookupCred(int(st.Uid), int(st.Gid))
 	}
+	id := filepath.Base(p)
+	if copies := readRWRecord(owner, d); len(copies) > 0 {
+		fmt.Fprintf(log, "sbx: copying back the --rw files of run %s (its sbx is gone)\n", id)
+		if err := copyBackRW(copies, &runDir{path: p, dir: d}, id, owner, ownerHome(owner.UID), log); err != nil {
+			fmt.Fprintf(log, "sbx: warning: %v\n", err)
+		}
+	}
 	if emptyAsUser(owner, d) == nil {
 		os.Remove(p)
 	}
+}
+
+// readRWRecord reads the record of a run dir's --rw copies, as its owner.
+func readRWRecord(owner hostfs.Cred, d *hostfs.Dir) []rwCopy {
+	var copies []rwCopy
+	_ = owner.Do(func() error {
+		f, err := d.Open(rwRecord)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&copies)
+	})
+	return copies
+}
+
+// ownerHome returns the home of uid from the passwd database, resolved
+// ("" when there is none).
+func ownerHome(uid int) string {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		return ""
+	}
+	return realPath(u.HomeDir)
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,13 +42,19 @@ import (
 // maxRWCopy is the largest file copied in and back (larger ones are bound).
 const maxRWCopy = 64 << 20
 
-// rwCopy is one --rw file copied into the run dir.
+// rwCopy is one --rw file copied into the run dir. The run's copies are
+// recorded there too (rwRecord), so that the sweep after a killed run can
+// copy them back (see sweepRunDirs).
 type rwCopy struct {
-	host string   // the resolved host path
-	name string   // its copy's name in the run dir's rw/
-	sum  [32]byte // of what was copied in
-	st   unix.Stat_t
+	Host string      `json:"host"` // the resolved host path
+	Name string      `json:"name"` // its copy's name in the run dir's rw/
+	Sum  [32]byte    `json:"sum"`  // of what was copied in
+	St   unix.Stat_t `json:"st"`   // of the host file then
 }
+
+// rwRecord is the name of the record of a run's copies in its run dir
+// (which no sandbox sees: only each copy is bound).
+const rwRecord = "rw.json"
 
 // splitRWFiles takes the single files out of rw that need no bind: those
 // in the writable workspace and those copied into the home (returned).
@@ -94,33 +101,33 @@ func (o *Options) copyInRW(copies []string, rd *runDir, home, homeInside string)
 		if err != nil {
 			return nil, nil, err
 		}
-		c := rwCopy{host: p, name: strconv.Itoa(i)}
+		c := rwCopy{Host: p, Name: strconv.Itoa(i)}
 		err = o.cred.Do(func() error {
 			f, err := hostfs.OpenPath(p, unix.O_RDONLY|unix.O_NONBLOCK)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			if err := unix.Fstat(int(f.Fd()), &c.st); err != nil {
+			if err := unix.Fstat(int(f.Fd()), &c.St); err != nil {
 				return err
 			}
-			if c.st.Mode&unix.S_IFMT != unix.S_IFREG {
+			if c.St.Mode&unix.S_IFMT != unix.S_IFREG {
 				return errors.New("not a regular file")
 			}
 			data, err := io.ReadAll(io.LimitReader(f, maxRWCopy+1))
 			if err != nil {
 				return err
 			}
-			c.sum = sha256.Sum256(data)
+			c.Sum = sha256.Sum256(data)
 			d, err := rd.dir.OpenDir(runRWDir)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			if err := replaceIn(d, c.name, data, os.FileMode(c.st.Mode&0o777)); err != nil {
+			if err := replaceIn(d, c.Name, data, os.FileMode(c.St.Mode&0o777)); err != nil {
 				return err
 			}
-			if emptyStaleCopy(home, rel, c.sum) {
+			if emptyStaleCopy(home, rel, c.Sum) {
 				fmt.Fprintf(o.Log, "sbx: --rw %s: emptied the copy an earlier sbx version left in the sbx home, %s\n", p, filepath.Join(home, rel))
 			}
 			return nil
@@ -130,9 +137,18 @@ func (o *Options) copyInRW(copies []string, rd *runDir, home, homeInside string)
 		}
 		out = append(out, c)
 		binds = append(binds, sandbox.Bind{
-			Source: filepath.Join(rd.sub(runRWDir), c.name),
+			Source: filepath.Join(rd.sub(runRWDir), c.Name),
 			Dest:   filepath.Join(homeInside, rel),
 		})
+	}
+	if len(out) > 0 {
+		data, err := json.Marshal(out)
+		if err == nil {
+			err = o.cred.Do(func() error { return replaceIn(rd.dir, rwRecord, data, 0o600) })
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("--rw: record the copies: %w", err)
+		}
 	}
 	return out, binds, nil
 }
@@ -165,16 +181,20 @@ func emptyStaleCopy(home, rel string, sum [32]byte) bool {
 
 // copyBackRW copies back, after the run, each file the program changed.
 func (o *Options) copyBackRW(copies []rwCopy, rd *runDir, id string) error {
-	if len(copies) == 0 {
-		return nil
-	}
+	return copyBackRW(copies, rd, id, o.cred, realPath(o.who.home), o.Log)
+}
+
+// copyBackRW copies back each of copies that the program changed, with
+// the identity c; a copy that cannot come back is kept below home (see
+// keepRW).
+func copyBackRW(copies []rwCopy, rd *runDir, id string, c hostfs.Cred, home string, log io.Writer) error {
 	var errs []error
-	for _, c := range copies {
-		if err := o.cred.Do(func() error { return c.back(rd, id, o.Log) }); err != nil {
-			if kept := o.keepRW(c, rd, id); kept != "" {
+	for _, cp := range copies {
+		if err := c.Do(func() error { return cp.back(rd, id, log) }); err != nil {
+			if kept := keepRW(cp, rd, id, c, home); kept != "" {
 				err = fmt.Errorf("%w (the sandbox's version is kept in %s)", err, kept)
 			}
-			errs = append(errs, fmt.Errorf("--rw %s: %w", c.host, err))
+			errs = append(errs, fmt.Errorf("--rw %s: %w", cp.Host, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -185,17 +205,16 @@ func (o *Options) copyBackRW(copies []rwCopy, rd *runDir, id string) error {
 const keptRWDir = ".local/share/sbx/kept"
 
 // keepRW keeps the sandbox's version of c, whose copy-back failed, in
-// ~/.local/share/sbx/kept/<id>/ with the user's identity (never in the
-// sbx home, which other runs share), and returns its path ("" if it
-// could not, or if it is no regular file: that is never copied).
-func (o *Options) keepRW(c rwCopy, rd *runDir, id string) string {
-	home := realPath(o.who.home)
-	if home == "" || home == "/" {
+// ~/.local/share/sbx/kept/<id>/ below home with the identity cred (never
+// in the sbx home, which other runs share), and returns its path ("" if
+// it could not, or if it is no regular file: that is never copied).
+func keepRW(c rwCopy, rd *runDir, id string, cred hostfs.Cred, home string) string {
+	if home == "" || home == "/" || !filepath.IsAbs(home) {
 		return ""
 	}
-	rel := path.Join(keptRWDir, id, c.name+"-"+filepath.Base(c.host))
-	err := o.cred.Do(func() error {
-		f, err := rd.dir.Open(path.Join(runRWDir, c.name))
+	rel := path.Join(keptRWDir, id, c.Name+"-"+filepath.Base(c.Host))
+	err := cred.Do(func() error {
+		f, err := rd.dir.Open(path.Join(runRWDir, c.Name))
 		if err != nil {
 			return err
 		}
@@ -224,9 +243,9 @@ func (o *Options) keepRW(c rwCopy, rd *runDir, id string) string {
 }
 
 func (c rwCopy) back(rd *runDir, id string, log io.Writer) error {
-	f, err := rd.dir.Open(path.Join(runRWDir, c.name))
+	f, err := rd.dir.Open(path.Join(runRWDir, c.Name))
 	if errors.Is(err, unix.ENOENT) {
-		fmt.Fprintf(log, "sbx: --rw %s: the program removed it; the host's file is kept\n", c.host)
+		fmt.Fprintf(log, "sbx: --rw %s: the program removed it; the host's file is kept\n", c.Host)
 		return nil
 	}
 	if err != nil {
@@ -247,27 +266,44 @@ func (c rwCopy) back(rd *runDir, id string, log io.Writer) error {
 	if len(data) > maxRWCopy {
 		return fmt.Errorf("the sandbox's copy grew past %d MiB: not copied back", maxRWCopy>>20)
 	}
-	if sha256.Sum256(data) == c.sum {
+	if sha256.Sum256(data) == c.Sum {
 		return nil
 	}
-	hostDir, err := hostfs.OpenDir(filepath.Dir(c.host), nil)
+	hostDir, err := hostfs.OpenDir(filepath.Dir(c.Host), nil)
 	if err != nil {
 		return err
 	}
 	defer hostDir.Close()
-	base := filepath.Base(c.host)
-	perm := os.FileMode(c.st.Mode & 0o777)
+	base := filepath.Base(c.Host)
+	perm := os.FileMode(c.St.Mode & 0o777)
 	now, err := hostDir.Lstat(base)
 	if nst, ok := sysStat(now); err != nil || !ok ||
-		nst.Ino != c.st.Ino || nst.Dev != c.st.Dev || nst.Size != c.st.Size || nst.Mtim.Sec != c.st.Mtim.Sec || nst.Mtim.Nsec != c.st.Mtim.Nsec {
+		nst.Ino != c.St.Ino || nst.Dev != c.St.Dev || nst.Size != c.St.Size || nst.Mtim.Sec != c.St.Mtim.Sec || nst.Mtim.Nsec != c.St.Mtim.Nsec {
+		if same, _ := sameContent(hostDir, base, data); same {
+			return nil // copied back already (by the run, before it was killed)
+		}
 		kept := base + ".sbx-conflict-" + id
 		if err := replaceIn(hostDir, kept, data, perm); err != nil {
 			return fmt.Errorf("changed on the host during the run too; keeping the sandbox's version: %w", err)
 		}
-		fmt.Fprintf(log, "sbx: --rw %s: changed on the host during the run too: kept the host's; the sandbox's version is %s\n", c.host, filepath.Join(filepath.Dir(c.host), kept))
+		fmt.Fprintf(log, "sbx: --rw %s: changed on the host during the run too: kept the host's; the sandbox's version is %s\n", c.Host, filepath.Join(filepath.Dir(c.Host), kept))
 		return nil
 	}
 	return replaceIn(hostDir, base, data, perm)
+}
+
+// sameContent reports whether the regular file name in d holds data.
+func sameContent(d *hostfs.Dir, name string, data []byte) (bool, error) {
+	f, err := d.Open(name)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(got, data), nil
 }
 
 // sysStat returns fi's stat data (nil fi: false).

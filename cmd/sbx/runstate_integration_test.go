@@ -312,14 +312,19 @@ func TestRunStateSudoHomeIsTheUsers(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestRunStateKilledRunCopiedBack: sbx is killed (SIGKILL) while its
-// program runs with a staged session; the next run copies back what the
-// killed one's program wrote, from the killed run's own dir, and removes
-// that dir.
+// program runs with a staged session and a --rw file copied in; the next
+// run copies back what the killed one's program wrote to both, from the
+// killed run's own dir, and removes that dir.
 func TestRunStateKilledRunCopiedBack(t *testing.T) {
 	for _, m := range deputyModes(t) {
 		t.Run(m.name, func(t *testing.T) {
 			b := deputyBox(t, m)
-			p := b.start(opts{env: m.env}, "run", "--env", `ATTACK=echo killed-turn >> "$2"; echo ready; exec sleep 300.0271`,
+			home, o, _ := modeHome(t, b, m)
+			tok := filepath.Join(home, ".token")
+			writeFile(t, tok, "TOKEN-1\n", 0o600)
+			own(t, m, tok)
+			p := b.start(o, "run", "--rw", tok, "--env", "TOK="+tok,
+				"--env", `ATTACK=echo killed-turn >> "$2"; echo TOKEN-2 > "$TOK"; echo ready; exec sleep 300.0271`,
 				"--", "./pi", "--session", "sess/s.jsonl")
 			p.waitLine("ready")
 			ids, err := runs.ids(p.cmd.Process.Pid, p.start, 5*time.Second)
@@ -334,11 +339,17 @@ func TestRunStateKilledRunCopiedBack(t *testing.T) {
 			_ = p.cmd.Wait()
 			p.cancel()
 			killedRuns.Store(true)
-			if r := b.runOpts(opts{env: m.env}, "--", "true"); r.code != 0 {
+			if got := readFile(t, tok); got != "TOKEN-1\n" {
+				t.Errorf("control: the --rw file changed before copy-back: %q", got)
+			}
+			if r := b.runOpts(o, "--", "true"); r.code != 0 {
 				t.Errorf("next run: %v", r)
 			}
 			if got := readFile(t, filepath.Join(b.ws, "sess", "s.jsonl")); got != "host\nPLANTED\nkilled-turn\n" {
 				t.Errorf("the killed run's session: %q, want its program's lines copied back", got)
+			}
+			if got := readFile(t, tok); got != "TOKEN-2\n" {
+				t.Errorf("the killed run's --rw file: %q, want its program's edit copied back", got)
 			}
 			assertNoLeftovers(t, ids[0])
 		})
