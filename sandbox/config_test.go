@@ -62,6 +62,13 @@ func TestValidate(t *testing.T) {
 		{"protected inside the read-only workspace inside --rw", func(s *Spec) {
 			s.ReadWrite, s.Protected = []string{"/work"}, []string{"/work/proj/.git"}
 		}, "protected path"},
+		{"run bind below the home", func(s *Spec) {
+			s.RunBinds = []Bind{{Source: "/run/sbx/runs/1/stage", Dest: "/home/alice/.sbx-staging/1"}}
+		}, ""},
+		{"run bind at the home", func(s *Spec) { s.RunBinds = []Bind{{Source: "/run/sbx/runs/1", Dest: "/home/alice"}} }, "destination below the home"},
+		{"run bind outside the home", func(s *Spec) { s.RunBinds = []Bind{{Source: "/run/sbx/runs/1", Dest: "/etc/x"}} }, "destination below the home"},
+		{"run bind beside the home", func(s *Spec) { s.RunBinds = []Bind{{Source: "/run/sbx/runs/1", Dest: "/home/alice2/x"}} }, "destination below the home"},
+		{"run bind unclean", func(s *Spec) { s.RunBinds = []Bind{{Source: "/run/sbx/runs/1", Dest: "/home/alice/../bob/x"}} }, "destination below the home"},
 		{"pinned inside --rw inside --ro", func(s *Spec) {
 			s.Write, s.ReadOnly, s.ReadWrite, s.Pinned = true, []string{"/work/proj/vendor"}, []string{"/work/proj/vendor/x"}, []string{"/work/proj/vendor/x/y"}
 		}, ""},
