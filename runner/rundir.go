@@ -58,6 +58,12 @@ func newRunDir(stateDir, id string, c hostfs.Cred) (*runDir, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
+	// sbx's own state dir (a link in its path, /var/run say, is the
+	// host's): the dir is opened below without following any.
+	parent, err := filepath.EvalSymlinks(parent)
+	if err != nil {
+		return nil, fmt.Errorf("create run dir: %w", err)
+	}
 	lockPath := filepath.Join(parent, id+".lock")
 	lock, err := lockfile.Publish(lockPath, nil)
 	if err != nil {
@@ -138,7 +144,10 @@ func emptyAsUser(c hostfs.Cred, d *hostfs.Dir) error {
 // as its owner, and the records of those runs. The --rw copies of a
 // killed run are copied back first, as for a run that ended.
 func sweepRunDirs(stateDir string, log io.Writer) {
-	parent := runsDir(stateDir)
+	parent, err := filepath.EvalSymlinks(runsDir(stateDir))
+	if err != nil {
+		return
+	}
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		return
