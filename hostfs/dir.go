@@ -310,6 +310,43 @@ func (d *Dir) Link(oldRel, newRel string) error {
 	return nil
 }
 
+// Chown changes d's own owner (fchown: d is the directory opened, not a
+// name that could be swapped).
+func (d *Dir) Chown(uid, gid int) error {
+	if err := unix.Fchown(int(d.f.Fd()), uid, gid); err != nil {
+		return &os.PathError{Op: "chown", Path: d.name, Err: err}
+	}
+	return nil
+}
+
+// ChownIf changes the owner of rel itself (a symlink is never followed)
+// when ok accepts what rel is: the entry is opened once (O_PATH), checked
+// on that descriptor and changed through it, so an entry swapped after
+// the check is never the one changed. It reports whether it changed it.
+func (d *Dir) ChownIf(rel string, uid, gid int, ok func(*unix.Stat_t) bool) (bool, error) {
+	p, base, err := d.parent("chown", rel)
+	if err != nil {
+		return false, err
+	}
+	defer p.Close()
+	fd, err := unix.Openat(int(p.f.Fd()), base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, &os.PathError{Op: "chown", Path: d.join(rel), Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, &os.PathError{Op: "chown", Path: d.join(rel), Err: err}
+	}
+	if !ok(&st) {
+		return false, nil
+	}
+	if err := unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return false, &os.PathError{Op: "chown", Path: d.join(rel), Err: err}
+	}
+	return true, nil
+}
+
 // Sync flushes d's entries to disk.
 func (d *Dir) Sync() error {
 	if err := d.f.Sync(); err != nil {

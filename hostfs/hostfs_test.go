@@ -154,3 +154,42 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestChownIf: the owner of the entry itself changes when the check
+// accepts what the descriptor shows; a symlink's target never changes,
+// and a refused entry keeps its owner.
+func TestChownIf(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("changing an owner to another user needs root")
+	}
+	const uid = 65534
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "target")
+	must(t, os.WriteFile(outside, nil, 0o600))
+	must(t, os.Mkdir(filepath.Join(root, "dir"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "full"), []byte("x"), 0o600))
+	must(t, os.Symlink(outside, filepath.Join(root, "link")))
+	d, err := OpenDir(root, nil)
+	must(t, err)
+	defer d.Close()
+	empty := func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size == 0 }
+	for _, tt := range []struct {
+		rel     string
+		changed bool
+	}{{"dir", true}, {"full", false}, {"link", true}} {
+		changed, err := d.ChownIf(tt.rel, uid, uid, empty)
+		if err != nil || changed != tt.changed {
+			t.Errorf("ChownIf(%s) = %v, %v; want %v", tt.rel, changed, err, tt.changed)
+		}
+		var st unix.Stat_t
+		must(t, unix.Lstat(filepath.Join(root, tt.rel), &st))
+		if want := map[bool]uint32{true: uid, false: 0}[tt.changed]; st.Uid != want {
+			t.Errorf("%s owned by %d, want %d", tt.rel, st.Uid, want)
+		}
+	}
+	var st unix.Stat_t
+	must(t, unix.Stat(outside, &st))
+	if st.Uid != 0 {
+		t.Errorf("the symlink's target was changed to %d", st.Uid)
+	}
+}

@@ -54,7 +54,8 @@ var policies = []struct {
 		Files: Files{
 			System: []string{"/usr"}, ReadOnly: []string{"/data"}, ReadWrite: []string{"/cache"},
 			Workspace: "/ws", Write: true, Home: "/var/lib/h", HomeInside: "/home/u",
-			Hidden: []string{"/ws/.env"},
+			Hidden:   []string{"/ws/.env"},
+			RunState: []string{"/run/sbx/runs/1/stage"},
 		},
 		Network: Network{Mode: NetLoopback},
 	}},

@@ -65,6 +65,9 @@ func (p Policy) LSM(root string) []LSMRule {
 	}
 	tree(f.Workspace, f.Write)
 	tree(f.Home, true)
+	for _, d := range f.RunState {
+		tree(d, true)
+	}
 	for _, h := range f.Hidden {
 		rules = append(rules, LSMRule{LSMDeny, h, false})
 	}

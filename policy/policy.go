@@ -26,6 +26,10 @@ type Files struct {
 	// Home is the host directory behind $HOME; HomeInside where it is
 	// mounted in the sandbox. Always writable.
 	Home, HomeInside string
+	// RunState are the host paths of the run's own state bound writable
+	// below HomeInside (staged files, --rw file copies): granted by host
+	// path on the BPF LSM tier, by HomeInside on Landlock.
+	RunState []string
 	// Devices are directories of device nodes: read, write and ioctl.
 	Devices []string
 	// Hidden are the paths of --mask: hidden by mounts, and refused by

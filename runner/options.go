@@ -184,12 +184,14 @@ type Options struct {
 	// installation, and what to say if the program is not found (127).
 	found    *discovery
 	notFound string
-	// rwCopies are the --rw files copied into the sbx home (rwfile.go).
+	// rwCopies are the --rw files copied into the run dir (rwfile.go).
 	rwCopies []rwCopy
 	// held are the run's mount sources, by real path, as resolvePaths
 	// (and holdRest) opened and checked them (see mountsrc.go); closed
 	// when Run returns.
 	held map[string]*hostfs.Held
+	// runDir is the run's private state (rundir.go).
+	runDir *runDir
 }
 
 // resolvePaths resolves every host path of o once, as the invoking user,

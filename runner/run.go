@@ -152,6 +152,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if err := o.complete(spec, staged); err != nil {
 		return res, err
 	}
+	if err := o.makeMountPoints(spec); err != nil {
+		return res, err
+	}
 	if err := r.prepareAll(); err != nil {
 		return res, err
 	}
@@ -211,6 +214,7 @@ func (o *Options) housekeeping() {
 	if err := stage.Recover(stagingStateDir(o.StateDir), safetext.LineWriter(o.Log)); err != nil {
 		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %s\n", safetext.Escape(err.Error()))
 	}
+	sweepRunDirs(o.StateDir, o.Log) // after Recover has copied back from them
 }
 
 // complete fills in the rest of the spec, before the sandbox is created
@@ -519,9 +523,19 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		return nil, nop, err
 	}
 	dropMasked(&prot, hidden)
-	home, cleanup, err := o.homeDir(who, id, ws)
+	home, homeCleanup, err := o.homeDir(who, id, ws)
 	if err != nil {
 		return nil, nop, err
+	}
+	rd, err := newRunDir(o.StateDir, id, o.cred)
+	if err != nil {
+		homeCleanup()
+		return nil, nop, err
+	}
+	o.runDir = rd
+	cleanup := func() {
+		rd.remove(stagingStateDir(o.StateDir))
+		homeCleanup()
 	}
 	var hiddenFile string
 	if slices.ContainsFunc(hidden, func(h sandbox.Hidden) bool { return !h.Dir }) {
@@ -531,7 +545,8 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		}
 	}
 	rw, rwCopies := o.splitRWFiles(rw, ws) // see rwfile.go
-	if o.rwCopies, err = o.copyInRW(rwCopies, home); err != nil {
+	var runBinds []sandbox.Bind
+	if o.rwCopies, runBinds, err = o.copyInRW(rwCopies, rd, home, homeInside); err != nil {
 		cleanup()
 		return nil, nop, err
 	}
@@ -550,6 +565,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		HomeInside: homeInside,
 		ReadOnly:   ro,
 		ReadWrite:  rw,
+		RunBinds:   runBinds,
 		Protected:  prot.ReadOnly,
 		Pinned:     prot.Pinned,
 		TmpBytes:   DefaultTmpSize,
@@ -623,7 +639,7 @@ func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
 		})
 		if err != nil {
 			lock.Close()
-			os.Remove(lock.Name())
+			os.Remove(tmpHomeLock(o.StateDir, id))
 			return "", nop, fmt.Errorf("create throwaway home: %w", err)
 		}
 		return dir, func() {
@@ -631,7 +647,7 @@ func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
 			// removes it with the run's staging dir).
 			if !stage.Pending(stagingStateDir(o.StateDir), dir) {
 				_ = removeAsUser(o.cred, dir)
-				os.Remove(lock.Name())
+				os.Remove(tmpHomeLock(o.StateDir, id)) // lock.Name() is its temporary name
 			}
 			lock.Close()
 		}, nil
@@ -642,6 +658,7 @@ func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
 		if err != nil {
 			return "", nop, fmt.Errorf("create sbx home %s: %w", dir, err)
 		}
+		repairHome(dir, who, o.cred, o.StateDir, o.Log)
 		if old := filepath.Join(base, "home"); created {
 			if fi, err := os.Lstat(old); err == nil && fi.IsDir() {
 				fmt.Fprintf(o.Log, "sbx: this workspace has a home of its own now, %s; the home earlier sbx versions shared between all workspaces, %s, is no longer used (--home %s keeps using it)\n", dir, old, old)
@@ -742,8 +759,8 @@ func newID() (string, error) {
 }
 
 // stagePaths copies host files named on the command line (pi's --extension,
-// --session, ...) into the sandbox home and rewrites the arguments; see
-// package stage. It runs with the invoking user's identity, so what it
+// --session, ...) into the run dir, bound at <home>/.sbx-staging/<id> for
+// this run alone, and rewrites the arguments; see package stage. It runs with the invoking user's identity, so what it
 // creates is the user's and what it reads is what the user may read.
 func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, error) {
 	if o.NoStage {
@@ -756,6 +773,7 @@ func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, e
 		Env:               env,
 		SandboxHome:       spec.Home,
 		SandboxHomeInside: spec.HomeInside,
+		RunDir:            o.runDir.sub(runStageDir),
 		StateDir:          stateDir,
 		RunID:             spec.ID,
 		Warn:              safetext.LineWriter(o.Log), // names the sandbox wrote or the argv chose
@@ -765,6 +783,10 @@ func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, e
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stage path arguments: %w", err)
+	}
+	if d := plan.RunDir(); d != "" {
+		// Shown at its place in the home to this run alone.
+		spec.RunBinds = append(spec.RunBinds, sandbox.Bind{Source: d, Destination: plan.Inside(), Writable: true})
 	}
 	return plan, nil
 }

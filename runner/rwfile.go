@@ -3,45 +3,58 @@ package runner
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
 // A single file given with --rw used to be bind-mounted over its own path.
-// A program that saves a file atomically (writes a temporary file beside
-// it, then renames it over the file: editors, npm, Claude Code's
-// ~/.claude.json) then fails with EBUSY, since a mount point cannot be
-// replaced. Where the file's directory is writable inside anyway, sbx
-// shows the file without a mount:
+// Where the file's directory is writable inside anyway, sbx shows the file
+// without binding the host file:
 //   - a file in the writable workspace is the workspace's own (--rw only
-//     takes it out of the protected entries): the program's rename reaches
-//     the host as any other write there;
+//     takes it out of the protected entries): the program's writes, a save
+//     by rename included, reach the host as any other write there;
 //   - a file below the user's home (inside, the sbx home lies there) is
-//     copied into the sbx home before the run and, if the program changed
-//     it, copied back after it, as the user, without following symlinks,
-//     replacing the host file atomically; if the host file changed during
-//     the run as well, the host's is kept and the sandbox's version stays
-//     in the sbx home, named on stderr.
-// Elsewhere (a directory that is read-only inside, /tmp) the file is still
-// bound, and an atomic save there fails as before: --rw its directory.
+//     copied, as the user, into the run's own dir (see rundir.go), bound at
+//     its place in the home for this run alone (a concurrent or later run
+//     of the same workspace, which shares the home, never sees it), and,
+//     if the program changed it, copied back after the run, as the user,
+//     without following symlinks, replacing the host file atomically; if
+//     the host file changed during the run as well, the host's is kept and
+//     the sandbox's version is written beside it, named on stderr. The
+//     copy is a mount point inside, so a save by rename over it fails
+//     (EBUSY), as for a bound file: a program that saves that way needs
+//     --rw of the file's directory.
+// Elsewhere (a directory that is read-only inside, /tmp) the host file is
+// bound.
 
 // maxRWCopy is the largest file copied in and back (larger ones are bound).
 const maxRWCopy = 64 << 20
 
-// rwCopy is one --rw file copied into the sbx home.
+// rwCopy is one --rw file copied into the run dir. The run's copies are
+// recorded there too (rwRecord), so that the sweep after a killed run can
+// copy them back (see sweepRunDirs).
 type rwCopy struct {
-	host string   // the resolved host path
-	rel  string   // its path below the home
-	sum  [32]byte // of what was copied in
-	st   unix.Stat_t
+	Host string      `json:"host"` // the resolved host path
+	Name string      `json:"name"` // its copy's name in the run dir's rw/
+	Sum  [32]byte    `json:"sum"`  // of what was copied in
+	St   unix.Stat_t `json:"st"`   // of the host file then
 }
+
+// rwRecord is the name of the record of a run's copies in its run dir
+// (which no sandbox sees: only each copy is bound).
+const rwRecord = "rw.json"
 
 // splitRWFiles takes the single files out of rw that need no bind: those
 // in the writable workspace and those copied into the home (returned).
@@ -74,71 +87,166 @@ func (o *Options) mountedElsewhere(p string) bool {
 	return false
 }
 
-// copyInRW copies each file of copies into the sbx home (host directory
-// home, shown at the user's home path) as the user.
-func (o *Options) copyInRW(copies []string, home string) ([]rwCopy, error) {
-	var out []rwCopy
+// copyInRW copies each file of copies into the run dir rd as the user
+// and returns the binds that show each at its place below homeInside (the
+// sbx home, home on the host).
+func (o *Options) copyInRW(copies []string, rd *runDir, home, homeInside string) ([]rwCopy, []sandbox.Bind, error) {
+	var (
+		out   []rwCopy
+		binds []sandbox.Bind
+	)
 	userHome := realPath(o.who.home)
-	for _, p := range copies {
+	for i, p := range copies {
 		rel, err := filepath.Rel(userHome, p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		c := rwCopy{host: p, rel: rel}
+		c := rwCopy{Host: p, Name: strconv.Itoa(i)}
 		err = o.cred.Do(func() error {
 			f, err := hostfs.OpenPath(p, unix.O_RDONLY|unix.O_NONBLOCK)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			if err := unix.Fstat(int(f.Fd()), &c.st); err != nil {
+			if err := unix.Fstat(int(f.Fd()), &c.St); err != nil {
 				return err
+			}
+			if c.St.Mode&unix.S_IFMT != unix.S_IFREG {
+				return errors.New("not a regular file")
 			}
 			data, err := io.ReadAll(io.LimitReader(f, maxRWCopy+1))
 			if err != nil {
 				return err
 			}
-			c.sum = sha256.Sum256(data)
-			d, err := hostfs.OpenDir(home, nil)
+			c.Sum = sha256.Sum256(data)
+			d, err := rd.dir.OpenDir(runRWDir)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			if dir := filepath.Dir(rel); dir != "." {
-				if err := d.MkdirAll(dir, 0o700); err != nil {
-					return err
-				}
+			if err := replaceIn(d, c.Name, data, os.FileMode(c.St.Mode&0o777)); err != nil {
+				return err
 			}
-			return replaceIn(d, rel, data, os.FileMode(c.st.Mode&0o777))
+			if emptyStaleCopy(home, rel, c.Sum) {
+				fmt.Fprintf(o.Log, "sbx: --rw %s: emptied the copy an earlier sbx version left in the sbx home, %s\n", p, filepath.Join(home, rel))
+			}
+			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("--rw %s: copy into the sandbox home: %w", p, err)
+			return nil, nil, fmt.Errorf("--rw %s: copy for the sandbox: %w", p, err)
 		}
 		out = append(out, c)
+		binds = append(binds, sandbox.Bind{
+			Source:      filepath.Join(rd.sub(runRWDir), c.Name),
+			Destination: filepath.Join(homeInside, rel),
+			Writable:    true,
+		})
 	}
-	return out, nil
+	if len(out) > 0 {
+		data, err := json.Marshal(out)
+		if err == nil {
+			err = o.cred.Do(func() error { return replaceIn(rd.dir, rwRecord, data, 0o600) })
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("--rw: record the copies: %w", err)
+		}
+	}
+	return out, binds, nil
+}
+
+// emptyStaleCopy empties the file rel of the sbx home home when it holds
+// exactly sum: a copy of a --rw file that an earlier sbx version left
+// there, readable by every run of the workspace. It runs as the user and
+// follows no symlink; it reports whether it emptied one.
+func emptyStaleCopy(home, rel string, sum [32]byte) bool {
+	h, err := hostfs.OpenDir(home, nil)
+	if err != nil {
+		return false
+	}
+	defer h.Close()
+	f, err := h.OpenFile(filepath.ToSlash(rel), unix.O_RDWR|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 || fi.Size() > maxRWCopy {
+		return false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxRWCopy+1))
+	if err != nil || sha256.Sum256(data) != sum {
+		return false
+	}
+	return f.Truncate(0) == nil
 }
 
 // copyBackRW copies back, after the run, each file the program changed.
-func (o *Options) copyBackRW(copies []rwCopy, home string) error {
+func (o *Options) copyBackRW(copies []rwCopy, rd *runDir, id string) error {
+	return copyBackRW(copies, rd, id, o.cred, realPath(o.who.home), o.Log)
+}
+
+// copyBackRW copies back each of copies that the program changed, with
+// the identity c; a copy that cannot come back is kept below home (see
+// keepRW).
+func copyBackRW(copies []rwCopy, rd *runDir, id string, c hostfs.Cred, home string, log io.Writer) error {
 	var errs []error
-	for _, c := range copies {
-		if err := o.cred.Do(func() error { return c.back(home, o.Log) }); err != nil {
-			errs = append(errs, fmt.Errorf("--rw %s: %w", c.host, err))
+	for _, cp := range copies {
+		if err := c.Do(func() error { return cp.back(rd, id, log) }); err != nil {
+			if kept := keepRW(cp, rd, id, c, home); kept != "" {
+				err = fmt.Errorf("%w (the sandbox's version is kept in %s)", err, kept)
+			}
+			errs = append(errs, fmt.Errorf("--rw %s: %w", cp.Host, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (c rwCopy) back(home string, log io.Writer) error {
-	d, err := hostfs.OpenDir(home, nil)
-	if err != nil {
-		return err
+// keptRWDir is where, below the user's home, the sandbox's version of a
+// --rw file whose copy-back failed is kept (the run dir is removed).
+const keptRWDir = ".local/share/sbx/kept"
+
+// keepRW keeps the sandbox's version of c, whose copy-back failed, in
+// ~/.local/share/sbx/kept/<id>/ below home with the identity cred (never
+// in the sbx home, which other runs share), and returns its path ("" if
+// it could not, or if it is no regular file: that is never copied).
+func keepRW(c rwCopy, rd *runDir, id string, cred hostfs.Cred, home string) string {
+	if home == "" || home == "/" || !filepath.IsAbs(home) {
+		return ""
 	}
-	defer d.Close()
-	f, err := d.Open(c.rel)
+	rel := path.Join(keptRWDir, id, c.Name+"-"+filepath.Base(c.Host))
+	err := cred.Do(func() error {
+		f, err := rd.dir.Open(path.Join(runRWDir, c.Name))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxRWCopy {
+			return errors.New("not kept")
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxRWCopy))
+		if err != nil {
+			return err
+		}
+		h, err := hostfs.OpenDir(home, nil)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		if err := h.MkdirAll(path.Dir(rel), 0o700); err != nil {
+			return err
+		}
+		return replaceIn(h, rel, data, 0o600)
+	})
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, rel)
+}
+
+func (c rwCopy) back(rd *runDir, id string, log io.Writer) error {
+	f, err := rd.dir.Open(path.Join(runRWDir, c.Name))
 	if errors.Is(err, unix.ENOENT) {
-		fmt.Fprintf(log, "sbx: --rw %s: the program removed it; the host's file is kept\n", c.host)
+		fmt.Fprintf(log, "sbx: --rw %s: the program removed it; the host's file is kept\n", c.Host)
 		return nil
 	}
 	if err != nil {
@@ -150,30 +258,62 @@ func (c rwCopy) back(home string, log io.Writer) error {
 		return err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("the sandbox's copy %s is no longer a regular file: not copied back", filepath.Join(home, c.rel))
+		return errors.New("the sandbox's copy is no longer a regular file: not copied back")
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxRWCopy+1))
 	if err != nil {
 		return err
 	}
 	if len(data) > maxRWCopy {
-		return fmt.Errorf("the sandbox's copy grew past %d MiB: not copied back (it stays at %s)", maxRWCopy>>20, filepath.Join(home, c.rel))
+		return fmt.Errorf("the sandbox's copy grew past %d MiB: not copied back", maxRWCopy>>20)
 	}
-	if sha256.Sum256(data) == c.sum {
+	if sha256.Sum256(data) == c.Sum {
 		return nil
 	}
-	hostDir, err := hostfs.OpenDir(filepath.Dir(c.host), nil)
+	hostDir, err := hostfs.OpenDir(filepath.Dir(c.Host), nil)
 	if err != nil {
 		return err
 	}
 	defer hostDir.Close()
-	var now unix.Stat_t
-	if err := unix.Fstatat(unix.AT_FDCWD, c.host, &now, unix.AT_SYMLINK_NOFOLLOW); err != nil ||
-		now.Ino != c.st.Ino || now.Dev != c.st.Dev || now.Size != c.st.Size || now.Mtim != c.st.Mtim {
-		fmt.Fprintf(log, "sbx: --rw %s: changed on the host during the run too: kept the host's; the sandbox's version is %s\n", c.host, filepath.Join(home, c.rel))
+	base := filepath.Base(c.Host)
+	perm := os.FileMode(c.St.Mode & 0o777)
+	now, err := hostDir.Lstat(base)
+	if nst, ok := sysStat(now); err != nil || !ok ||
+		nst.Ino != c.St.Ino || nst.Dev != c.St.Dev || nst.Size != c.St.Size || nst.Mtim.Sec != c.St.Mtim.Sec || nst.Mtim.Nsec != c.St.Mtim.Nsec {
+		if same, _ := sameContent(hostDir, base, data); same {
+			return nil // copied back already (by the run, before it was killed)
+		}
+		kept := base + ".sbx-conflict-" + id
+		if err := replaceIn(hostDir, kept, data, perm); err != nil {
+			return fmt.Errorf("changed on the host during the run too; keeping the sandbox's version: %w", err)
+		}
+		fmt.Fprintf(log, "sbx: --rw %s: changed on the host during the run too: kept the host's; the sandbox's version is %s\n", c.Host, filepath.Join(filepath.Dir(c.Host), kept))
 		return nil
 	}
-	return replaceIn(hostDir, filepath.Base(c.host), data, os.FileMode(c.st.Mode&0o777))
+	return replaceIn(hostDir, base, data, perm)
+}
+
+// sameContent reports whether the regular file name in d holds data.
+func sameContent(d *hostfs.Dir, name string, data []byte) (bool, error) {
+	f, err := d.Open(name)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(got, data), nil
+}
+
+// sysStat returns fi's stat data (nil fi: false).
+func sysStat(fi os.FileInfo) (*syscall.Stat_t, bool) {
+	if fi == nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // replaceIn writes data to name in d atomically: a new file beside it,

@@ -172,9 +172,18 @@ type copyBackTier struct {
 }
 
 func (t *copyBackTier) close(r *run) {
+	inside := ""
+	if t.plan != nil && t.plan.RunDir() != "" {
+		inside = t.plan.Inside()
+	}
 	if err := t.plan.Finish(); err != nil {
 		r.res.CopyBackErr = err
 		fmt.Fprintf(r.o.Log, "sbx: copying staged files back: %s\n", safetext.Escape(err.Error()))
+	}
+	if inside != "" {
+		// The staged files are in the run dir; its mount point in the
+		// shared home is an empty directory no other run uses.
+		r.o.removeMountPoint(r.spec, inside)
 	}
 }
 
@@ -183,7 +192,7 @@ func (t *copyBackTier) close(r *run) {
 type rwCopyBackTier struct{ base }
 
 func (rwCopyBackTier) close(r *run) {
-	if err := r.o.copyBackRW(r.o.rwCopies, r.spec.Home); err != nil {
+	if err := r.o.copyBackRW(r.o.rwCopies, r.o.runDir, r.spec.ID); err != nil {
 		fmt.Fprintf(r.o.Log, "sbx: copying --rw files back: %s\n", safetext.Escape(err.Error()))
 		if r.res.CopyBackErr == nil {
 			r.res.CopyBackErr = err

@@ -14,7 +14,8 @@ type Bind struct {
 
 // binds are the binds of s's own paths in the order they are mounted
 // (before the stable sort by depth of [Spec.config]): the home, the
-// workspace, the pins, the protected entries, --ro, --rw, resolv.conf.
+// workspace, the pins, the protected entries, --ro, --rw, the run's own
+// state, resolv.conf.
 func (s *Spec) binds() []Bind {
 	out := []Bind{
 		{s.Home, s.HomeInside, true},
@@ -35,6 +36,7 @@ func (s *Spec) binds() []Bind {
 	for _, p := range s.ReadWrite {
 		out = append(out, Bind{p, p, true})
 	}
+	out = append(out, s.RunBinds...)
 	if s.ResolvConf != "" {
 		if fi, err := os.Lstat("/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
 			out = append(out, Bind{s.ResolvConf, "/etc/resolv.conf", false})

@@ -62,6 +62,19 @@ func TestValidate(t *testing.T) {
 		{"protected inside the read-only workspace inside --rw", func(s *Spec) {
 			s.ReadWrite, s.Protected = []string{"/work"}, []string{"/work/proj/.git"}
 		}, "protected path"},
+		{"run bind below the home", func(s *Spec) {
+			s.RunBinds = []Bind{{Source: "/run/sbx/runs/1/stage", Destination: "/home/alice/.sbx-staging/1", Writable: true}}
+		}, ""},
+		{"run bind at the home", func(s *Spec) {
+			s.RunBinds = []Bind{{Source: "/run/sbx/runs/1", Destination: "/home/alice", Writable: true}}
+		}, "destination below the home"},
+		{"run bind outside the home", func(s *Spec) { s.RunBinds = []Bind{{Source: "/run/sbx/runs/1", Destination: "/etc/x", Writable: true}} }, "destination below the home"},
+		{"run bind beside the home", func(s *Spec) {
+			s.RunBinds = []Bind{{Source: "/run/sbx/runs/1", Destination: "/home/alice2/x", Writable: true}}
+		}, "destination below the home"},
+		{"run bind unclean", func(s *Spec) {
+			s.RunBinds = []Bind{{Source: "/run/sbx/runs/1", Destination: "/home/alice/../bob/x", Writable: true}}
+		}, "destination below the home"},
 		{"pinned inside --rw inside --ro", func(s *Spec) {
 			s.Write, s.ReadOnly, s.ReadWrite, s.Pinned = true, []string{"/work/proj/vendor"}, []string{"/work/proj/vendor/x"}, []string{"/work/proj/vendor/x/y"}
 		}, ""},

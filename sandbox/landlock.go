@@ -36,6 +36,9 @@ func (s *Spec) Policy(layout []Entry) policy.Policy {
 		},
 		Limits: policy.Limits{MemoryBytes: s.Limits.MemoryBytes, CPUs: s.Limits.CPUs, Pids: s.Limits.Pids},
 	}
+	for _, b := range s.RunBinds {
+		p.Files.RunState = append(p.Files.RunState, b.Source)
+	}
 	for _, e := range layout {
 		if e.Dir {
 			p.Files.System = append(p.Files.System, e.Path)

@@ -51,6 +51,10 @@ type Spec struct {
 	// ReadOnly and ReadWrite are extra host paths mounted at their own path.
 	ReadOnly  []string
 	ReadWrite []string
+	// RunBinds are the run's own state (staged files, --rw file copies:
+	// see runner's run dir), each bound writable below HomeInside at a
+	// path other than its host path. Other runs never see them.
+	RunBinds []Bind
 	// TmpBytes caps the tmpfs at /tmp.
 	TmpBytes int64
 
@@ -153,6 +157,11 @@ func (s *Spec) Validate() error {
 			errs = append(errs, fmt.Errorf("mount %q is not a clean absolute path", p))
 		} else if p == "/" {
 			errs = append(errs, errors.New("mount of / is not allowed"))
+		}
+	}
+	for _, b := range s.RunBinds {
+		if !isCleanAbs(b.Source) || !isCleanAbs(b.Destination) || b.Destination == s.HomeInside || !strings.HasPrefix(b.Destination, s.HomeInside+"/") || !b.Writable {
+			errs = append(errs, fmt.Errorf("run bind %q -> %q: want clean absolute paths, writable, the destination below the home", b.Source, b.Destination))
 		}
 	}
 	for _, p := range s.Protected {

@@ -57,7 +57,7 @@ func TestCopyBackSessionDirSwappedForSymlink(t *testing.T) {
 				t.Errorf("the replacement got the sandbox's content")
 			}
 			// The staged copy is kept for the user to look at.
-			if !exists(e.runDir()) {
+			if !e.staged() {
 				t.Error("the staged copy is gone")
 			}
 		})
@@ -127,7 +127,7 @@ func TestCopyBackGivesUp(t *testing.T) {
 	if e.warnings.Len() != 0 {
 		t.Errorf("a given-up run was tried again: %q", e.warnings.String())
 	}
-	if !exists(e.runDir()) {
+	if !e.staged() {
 		t.Error("the staged copy of a given-up run is gone")
 	}
 }
@@ -147,6 +147,12 @@ func TestCopyBackGivesUpAtOnce(t *testing.T) {
 	}
 	if !strings.Contains(e.warnings.String(), "giving up") || exists(manifestPath(e.state, testRun)) {
 		t.Errorf("not given up at once: %q", e.warnings.String())
+	}
+	// What the sandbox wrote is kept in the user's data dir (the run dir
+	// is removed by the caller).
+	kept := filepath.Join(e.home, ".local/share/sbx/kept", testRun, "session", "s.jsonl")
+	if !strings.Contains(e.warnings.String(), "what the sandbox wrote is kept in "+filepath.Dir(filepath.Dir(kept))) || read(t, kept) != "s\nS\n" {
+		t.Errorf("the sandbox's version is not kept: %q", e.warnings.String())
 	}
 }
 
@@ -179,6 +185,7 @@ func TestStagingAsUser(t *testing.T) {
 	must(t, os.Chmod(e.base, 0o755))
 	must(t, os.Chmod(filepath.Dir(e.base), 0o755))
 	must(t, os.Chown(e.sbxHome, uid, uid))
+	must(t, os.Chown(e.run, uid, uid)) // the caller makes the run dir the user's
 	secret := e.write("allowed/secret.md", "SECRET")
 	must(t, os.Chmod(secret, 0o600)) // root's, unreadable for the user
 	readable := e.write("allowed/ok.md", "ok")
@@ -286,5 +293,48 @@ func TestRecoverThrowawayHome(t *testing.T) {
 	must(t, Recover(e2.state, &e2.warnings))
 	if !exists(e2.sbxHome) {
 		t.Error("control: a persistent home was removed")
+	}
+}
+
+// TestNewSessionDirCreatedAsUser: a new session whose directory does not
+// exist yet gets it on the host, made with the user's identity inside the
+// allowed root, and its transcript comes back there; one outside the roots
+// creates nothing (the control).
+func TestNewSessionDirCreatedAsUser(t *testing.T) {
+	e := newEnv(t)
+	o := e.opts()
+	uid := os.Geteuid()
+	if uid == 0 {
+		uid = 65534
+		must(t, os.Chmod(e.base, 0o755))
+		must(t, os.Chmod(filepath.Dir(e.base), 0o755))
+		for _, d := range []string{e.allowed, e.outside, e.run} {
+			must(t, os.Chown(d, uid, uid))
+		}
+		o.Cred = hostfs.Cred{UID: uid, GID: uid}
+	}
+	s := filepath.Join(e.allowed, "sessions", "--w--", "s.jsonl")
+	out := filepath.Join(e.outside, "sessions", "new")
+	p, err := Prepare([]string{"pi", "--session", s, "--session-dir", out}, o)
+	must(t, err)
+	argv := p.Argv()
+	if argv[2] == s {
+		t.Fatalf("a new session in a new directory was not staged: %s", e.warnings.String())
+	}
+	if exists(filepath.Dir(out)) || argv[4] != out {
+		t.Errorf("a directory outside the roots was created (%q)", argv[4])
+	}
+	e.sandboxWrite(argv[2], "turn\n")
+	must(t, os.Chown(e.hostOf(argv[2]), uid, uid)) // the program writes as the user
+	e.finish(p)
+	if read(t, s) != "turn\n" {
+		t.Error("the transcript did not come back")
+	}
+	for _, d := range []string{filepath.Dir(s), filepath.Dir(filepath.Dir(s)), s} {
+		fi, err := os.Lstat(d)
+		must(t, err)
+		if got := fi.Sys().(*syscall.Stat_t).Uid; int(got) != uid {
+			t.Errorf("%s owned by %d, want %d", d, got, uid)
+		}
 	}
 }

@@ -36,9 +36,13 @@
 // values (pi's --append-system-prompt, claude's --settings) that are not
 // files are left alone silently.
 //
-// A value that passes is copied into <sandbox home>/.sbx-staging/<run-id>/
-// (directories 0700, files 0600, created only when something is staged) and
-// the argument is rewritten to the same place below HOME inside. Repeated
+// A value that passes is copied into the run's own directory, Options.RunDir
+// (directories 0700, files 0600; nothing is written when nothing is staged),
+// and the argument is rewritten to <HOME inside>/.sbx-staging/<run-id>/...,
+// where the caller binds RunDir for this run alone. The run dir lies outside
+// the sandbox home: a concurrent run of the same workspace shares the home,
+// and must neither read another run's staged session nor rewrite or delete
+// it. Repeated
 // basenames get "-N" before the extension (a.mjs, a-1.mjs), since agents
 // dispatch on it. Directories are copied recursively; a symlink inside is
 // copied as the file it names if that stays inside the tree, and anything
@@ -56,7 +60,11 @@
 // its read-only workspace); a --session-dir brings back only session files
 // (*.jsonl). Values that may not exist yet (a new --session path, a
 // --session-dir, the export output) are staged as empty placeholders when
-// their parent directory exists under an allowed root.
+// their parent directory exists under an allowed root; a missing parent (an
+// orchestrator's new session directory) is created first, as the user, at
+// most 8 levels, only when its nearest existing ancestor lies in an allowed
+// root, and from that root's descriptor downward (never above it, never
+// through a symlink).
 //
 // # The host side is a deputy
 //
@@ -69,12 +77,13 @@
 // (hostfs.Dir), and copy-back writes only into the directory recorded at
 // staging (device and inode): a directory swapped for a symlink or another
 // directory during the run is refused, and the sandbox's version stays in
-// the staging dir. While staging, a symlink inside a tree a sandbox can
+// the run dir for a retry. While staging, a symlink inside a tree a sandbox can
 // write (Options.Writable) that leads out of it is not followed. Copy-back
 // is bounded: MaxCopyBackFile per file, MaxCopyBackRun per run; a failure
 // is retried by later runs at most maxAttempts times in all (at once given
-// up when no retry can help: a replaced directory), then given up with one
-// line naming where the sandbox's version stays.
+// up when no retry can help: a replaced directory), then given up: the
+// session files the sandbox wrote are kept, as the user, in
+// ~/.local/share/sbx/kept/<run-id>/, named in one line.
 //
 // Copy-back goes to the resolved host path (the container variant wrote to
 // the raw argument, so "~/..." and relative sessions went astray). A staged

@@ -41,22 +41,22 @@ const (
 var errGivenUp = errors.New("given up")
 
 // finishRun copies back every entry of m with the invoking user's
-// identity and, if all succeeded, removes the run dir, the manifest and the
-// lock file. The caller holds the lock. A failure is counted in the
-// manifest; the last allowed one gives the run up (errGivenUp).
+// identity and, if all succeeded, empties the run dir and removes the
+// manifest and the lock file. The caller holds the lock. A failure is
+// counted in the manifest; the last allowed one gives the run up
+// (errGivenUp).
 func finishRun(stateDir string, m *manifest, warn io.Writer) error {
-	err := m.cred().Do(func() error { return copyBackRun(m, warn) })
+	err := copyBackRun(m, warn)
 	if err != nil {
 		m.Attempts++
 		if m.Attempts < maxAttempts && !permanent(err) {
 			if werr := writeManifest(stateDir, m); werr == nil {
-				fmt.Fprintf(warn, "sbx: keeping %s for a later retry (attempt %d of %d; the next sbx run retries)\n",
-					filepath.Join(m.SandboxHome, StagingDir, m.RunID), m.Attempts, maxAttempts)
+				fmt.Fprintf(warn, "sbx: keeping the staged files of run %s for a later retry (attempt %d of %d; the next sbx run retries)\n",
+					m.RunID, m.Attempts, maxAttempts)
 				return err
 			}
 		}
-		fmt.Fprintf(warn, "sbx: giving up the copy-back of run %s: what the sandbox wrote stays in %s\n",
-			m.RunID, filepath.Join(m.SandboxHome, StagingDir, m.RunID))
+		fmt.Fprintf(warn, "sbx: giving up the copy-back of run %s: %s\n", m.RunID, giveUp(m))
 		err = fmt.Errorf("%w: %w", errGivenUp, err)
 	}
 	for _, p := range []string{manifestPath(stateDir, m.RunID), lockPath(stateDir, m.RunID)} {
@@ -73,57 +73,102 @@ func permanent(err error) bool {
 	return errors.Is(err, hostfs.ErrReplaced) || errors.Is(err, syscall.ELOOP)
 }
 
-// copyBackRun is finishRun's part on files the sandbox could change: it
-// runs with the user's identity and never follows a symlink.
+// copyBackRun is finishRun's part on files the sandbox could change. The
+// run dir is opened as sbx itself (it may lie in sbx's state dir, which
+// the user cannot search) and must be the one recorded; everything in it
+// is read, and every host file written, with the user's identity, never
+// following a symlink.
 func copyBackRun(m *manifest, warn io.Writer) error {
-	home, err := hostfs.OpenDir(m.SandboxHome, &m.HomeID)
+	run, err := hostfs.OpenDir(m.Staging, &m.StagingID)
 	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(warn, "sbx: the sandbox home of run %s, %s, is gone; nothing to copy back\n", m.RunID, m.SandboxHome)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open sandbox home: %w", err)
-	}
-	defer home.Close()
-	runRel := StagingDir + "/" + m.RunID
-	state, err := stagingState(home, runRel)
-	if err != nil {
-		return fmt.Errorf("staging dir of run %s: %w", m.RunID, err)
-	}
-	switch state {
-	case stagingGone:
 		if len(m.Entries) > 0 {
-			fmt.Fprintf(warn, "sbx: the staging dir of run %s is gone; nothing to copy back\n", m.RunID)
+			fmt.Fprintf(warn, "sbx: the run dir of run %s is gone; nothing to copy back\n", m.RunID)
 		}
 		return nil
-	case stagingReplaced:
-		// Planted by the sandbox: never read or delete through it.
-		fmt.Fprintf(warn, "sbx: the staging dir of run %s was replaced inside the sandbox (not a directory); nothing copied back\n", m.RunID)
-		_ = home.Remove(runRel)
-		return nil
 	}
-	run, err := home.OpenDir(runRel)
 	if err != nil {
-		return fmt.Errorf("open staging dir of run %s: %w", m.RunID, err)
+		return fmt.Errorf("open run dir of run %s: %w", m.RunID, err)
 	}
-	budget := int64(MaxCopyBackRun)
-	var errs []error
-	for i := range m.Entries {
-		if err := copyBack(run, &m.Entries[i], m.RunID, &budget, warn); err != nil {
-			errs = append(errs, fmt.Errorf("copy back %s: %w", m.Entries[i].Arg, err))
+	defer run.Close()
+	return m.cred().Do(func() error {
+		budget := int64(MaxCopyBackRun)
+		var errs []error
+		for i := range m.Entries {
+			if err := copyBack(run, &m.Entries[i], m.RunID, &budget, warn); err != nil {
+				errs = append(errs, fmt.Errorf("copy back %s: %w", m.Entries[i].Arg, err))
+			}
 		}
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+		if err := emptyDir(run); err != nil {
+			return fmt.Errorf("empty the run dir of run %s: %w", m.RunID, err)
+		}
+		if m.Throwaway {
+			return removeHome(m)
+		}
+		return nil
+	})
+}
+
+// keptDir is where, below the user's home, the files of a given-up
+// copy-back are kept (one directory per run).
+const keptDir = ".local/share/sbx/kept"
+
+// giveUp keeps what the sandbox wrote to the session-like values of a run
+// whose copy-back failed for the last time in ~/.local/share/sbx/kept/
+// <run-id>/ (the user's own, never the sandbox home, which other runs
+// share), with the user's identity, and returns the line saying where.
+func giveUp(m *manifest) string {
+	if m.KeepHome == "" {
+		return "there is no home to keep what the sandbox wrote in; it is discarded"
 	}
-	run.Close()
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	run, err := hostfs.OpenDir(m.Staging, &m.StagingID)
+	if err != nil {
+		return fmt.Sprintf("what the sandbox wrote is lost (%v)", err)
 	}
-	if err := home.RemoveAll(runRel); err != nil {
-		return fmt.Errorf("remove staging dir of run %s: %w", m.RunID, err)
+	defer run.Close()
+	dest := path.Join(keptDir, m.RunID)
+	err = m.cred().Do(func() error {
+		home, err := hostfs.OpenDir(m.KeepHome, nil)
+		if err != nil {
+			return err
+		}
+		defer home.Close()
+		if err := home.MkdirAll(dest, 0o700); err != nil {
+			return err
+		}
+		for i := range m.Entries {
+			e := &m.Entries[i]
+			staged, err := run.OpenDir(e.Staged)
+			if err != nil {
+				continue
+			}
+			for _, rel := range listFiles(staged, e, io.Discard) {
+				to := path.Join(dest, e.Staged, rel)
+				if err := home.MkdirAll(path.Dir(to), 0o700); err != nil {
+					staged.Close()
+					return err
+				}
+				sf, err := staged.Open(rel)
+				if err != nil {
+					continue
+				}
+				err = writeHost(home, to, sf, 0o600, -1, -1, false, m.RunID)
+				sf.Close()
+				if err != nil && !errors.Is(err, fs.ErrExist) {
+					staged.Close()
+					return err
+				}
+			}
+			staged.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Sprintf("what the sandbox wrote could not be kept (%v); it is discarded", err)
 	}
-	if m.Throwaway {
-		return removeHome(m)
-	}
-	return nil
+	return "what the sandbox wrote is kept in " + filepath.Join(m.KeepHome, dest)
 }
 
 // removeHome removes a throwaway sandbox home whose copy-back is done.
@@ -147,32 +192,6 @@ func removeHome(m *manifest) error {
 		return fmt.Errorf("remove throwaway home: %w", err)
 	}
 	return nil
-}
-
-type staging uint8
-
-const (
-	stagingIntact staging = iota
-	stagingGone
-	stagingReplaced
-)
-
-// stagingState tells whether the run dir is still a real directory below
-// the sandbox home; the sandbox can write there, so it may have replaced
-// the dir, or .sbx-staging itself, by a symlink.
-func stagingState(home *hostfs.Dir, runRel string) (staging, error) {
-	for _, p := range []string{StagingDir, runRel} {
-		fi, err := home.Lstat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return stagingGone, nil
-		case err != nil:
-			return 0, err
-		case !fi.IsDir():
-			return stagingReplaced, nil
-		}
-	}
-	return stagingIntact, nil
 }
 
 // copyBack brings the staged file of one entry (a --session-dir: its
@@ -571,21 +590,22 @@ func recoverRun(stateDir, id string, warn io.Writer) error {
 }
 
 // Pending reports whether a copy-back recorded in stateDir still needs the
-// sandbox home home (a throwaway home of a killed run must then stay).
-func Pending(stateDir, home string) bool {
+// directory dir: a throwaway home, or a run dir (or a directory holding
+// one) of a killed run, which must then stay.
+func Pending(stateDir, dir string) bool {
 	ents, err := os.ReadDir(stateDir)
 	if err != nil {
 		return false
 	}
-	if r, err := filepath.EvalSymlinks(home); err == nil {
-		home = r
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
 	}
 	for _, ent := range ents {
 		id, ok := strings.CutSuffix(ent.Name(), ".json")
 		if !ok || !runid.Valid(id) {
 			continue
 		}
-		if m, err := readManifest(stateDir, id); err == nil && m.SandboxHome == home {
+		if m, err := readManifest(stateDir, id); err == nil && (m.SandboxHome == dir || hostfs.Within(m.Staging, dir)) {
 			return true
 		}
 	}

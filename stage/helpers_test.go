@@ -22,6 +22,7 @@ type env struct {
 	allowed  string
 	outside  string
 	sbxHome  string
+	run      string // the run dir (Options.RunDir), outside the sandbox home
 	state    string
 	warnings bytes.Buffer
 }
@@ -42,6 +43,10 @@ func newEnv(t *testing.T) *env {
 	e.outside = e.mkdir("outside")
 	e.sbxHome = e.mkdir("sbxhome")
 	e.state = filepath.Join(base, "state")
+	e.run = e.mkdir("runs/" + testRun)
+	if err := os.Chmod(e.run, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 
@@ -77,6 +82,7 @@ func (e *env) opts() Options {
 		SandboxHome:       e.sbxHome,
 		SandboxHomeInside: insideHome,
 		StateDir:          e.state,
+		RunDir:            e.run,
 		RunID:             testRun,
 		Roots:             []string{e.cwd, e.allowed, filepath.Join(e.home, ".pi")},
 		Warn:              &e.warnings,
@@ -97,11 +103,11 @@ func inside(rel string) string { return insideHome + "/.sbx-staging/" + testRun 
 
 // hostOf maps an in-sandbox staged path to its host file.
 func (e *env) hostOf(in string) string {
-	rel := strings.TrimPrefix(in, insideHome+"/")
-	return filepath.Join(e.sbxHome, rel)
+	rel := strings.TrimPrefix(in, insideHome+"/"+StagingDir+"/"+testRun+"/")
+	return filepath.Join(e.run, rel)
 }
 
-func (e *env) runDir() string { return filepath.Join(e.sbxHome, StagingDir, testRun) }
+func (e *env) runDir() string { return e.run }
 
 func read(t *testing.T, p string) string {
 	t.Helper()
@@ -128,4 +134,11 @@ func listTree(dir string) []string {
 		return nil
 	})
 	return out
+}
+
+// staged reports whether the run dir holds anything (Finish empties it;
+// the caller removes it).
+func (e *env) staged() bool {
+	ents, err := os.ReadDir(e.run)
+	return err == nil && len(ents) > 0
 }

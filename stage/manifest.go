@@ -20,21 +20,29 @@ import (
 
 // manifestVersion is bumped when the manifest format changes incompatibly.
 // Version 2 added the identity copy-back runs with and the recorded
-// directory identities; a version 1 manifest cannot be completed safely.
-const manifestVersion = 2
+// directory identities; version 3 moved the staged files out of the
+// sandbox home into the run's own dir (Staging).
+const manifestVersion = 3
 
 // manifest describes one run's staging dir. It lives in the host-only state
 // dir, never in the sandbox home: a manifest names host paths that copy-back
 // writes to, so the sandbox must not be able to forge one.
 type manifest struct {
-	Version     int       `json:"version"`
-	RunID       string    `json:"run_id"`
-	PID         int       `json:"pid"` // informational; liveness is the lock
-	Started     time.Time `json:"started"`
-	SandboxHome string    `json:"sandbox_home"` // resolved host path
-	// HomeID is the sandbox home's identity at staging: copy-back refuses
-	// a home that has been replaced since.
-	HomeID hostfs.FileID `json:"home_id"`
+	Version int       `json:"version"`
+	RunID   string    `json:"run_id"`
+	PID     int       `json:"pid"` // informational; liveness is the lock
+	Started time.Time `json:"started"`
+	// Staging is the run dir (Options.RunDir) and StagingID its identity
+	// at staging: copy-back reads nothing else.
+	Staging   string        `json:"staging"`
+	StagingID hostfs.FileID `json:"staging_id"`
+	// SandboxHome (resolved) and HomeID identify a throwaway home, removed
+	// once the copy-back is done.
+	SandboxHome string        `json:"sandbox_home,omitempty"`
+	HomeID      hostfs.FileID `json:"home_id"`
+	// KeepHome is the user's home (resolved): a copy-back given up keeps
+	// the sandbox's files below it (see giveUp).
+	KeepHome string `json:"keep_home,omitempty"`
 	// UID, GID and Groups are the invoking user's: staging, copy-back and
 	// recovery run with them (see hostfs.Cred).
 	UID    int   `json:"uid"`
@@ -44,7 +52,7 @@ type manifest struct {
 	// staging dir once the copy-back is done.
 	Throwaway bool `json:"throwaway,omitempty"`
 	// Attempts counts the copy-backs that failed; after maxAttempts the
-	// run is given up (its staged files stay in the sandbox home).
+	// run is given up.
 	Attempts int     `json:"attempts,omitempty"`
 	Entries  []entry `json:"entries"` // copy-back entries only
 }
@@ -153,8 +161,8 @@ func readManifest(stateDir, id string) (*manifest, error) {
 	if m.Version != manifestVersion {
 		return nil, &staleError{path: manifestPath(stateDir, id), version: m.Version}
 	}
-	if m.RunID != id || !runid.Valid(m.RunID) || !filepath.IsAbs(m.SandboxHome) {
-		return nil, fmt.Errorf("manifest %s: inconsistent run id or sandbox home", manifestPath(stateDir, id))
+	if m.RunID != id || !runid.Valid(m.RunID) || !filepath.IsAbs(m.Staging) || (m.Throwaway && !filepath.IsAbs(m.SandboxHome)) {
+		return nil, fmt.Errorf("manifest %s: inconsistent run id, run dir or sandbox home", manifestPath(stateDir, id))
 	}
 	return &m, nil
 }

@@ -14,9 +14,9 @@ import (
 
 // helperRequest is what the re-executed test binary stages.
 type helperRequest struct {
-	Argv                                                []string
-	Cwd, HostHome, SandboxHome, Inside, StateDir, RunID string
-	Roots                                               []string
+	Argv                                                        []string
+	Cwd, HostHome, SandboxHome, Inside, StateDir, RunDir, RunID string
+	Roots                                                       []string
 }
 
 // TestMain turns the test binary into a helper sbx when STAGE_HELPER is
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	p, err := Prepare(req.Argv, Options{
 		Cwd: req.Cwd, HostHome: req.HostHome, SandboxHome: req.SandboxHome,
-		SandboxHomeInside: req.Inside, StateDir: req.StateDir, RunID: req.RunID, Roots: req.Roots,
+		SandboxHomeInside: req.Inside, StateDir: req.StateDir, RunDir: req.RunDir, RunID: req.RunID, Roots: req.Roots,
 	})
 	if err != nil {
 		panic(err)
@@ -50,7 +50,7 @@ func startSbx(t *testing.T, e *env, argv ...string) (*exec.Cmd, []string) {
 	o := e.opts()
 	req, err := json.Marshal(helperRequest{
 		Argv: argv, Cwd: o.Cwd, HostHome: o.HostHome, SandboxHome: o.SandboxHome,
-		Inside: o.SandboxHomeInside, StateDir: o.StateDir, RunID: o.RunID, Roots: o.Roots,
+		Inside: o.SandboxHomeInside, StateDir: o.StateDir, RunDir: o.RunDir, RunID: o.RunID, Roots: o.Roots,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestRecoverAfterSIGKILL(t *testing.T) {
 	if err := Recover(e.state, &e.warnings); err != nil {
 		t.Fatal(err)
 	}
-	if !exists(e.runDir()) || read(t, s) != "s\n" || e.warnings.Len() != 0 {
+	if !e.staged() || read(t, s) != "s\n" || e.warnings.Len() != 0 {
 		t.Fatalf("Recover touched a live run: %q, host %q, warnings %q", listTree(e.runDir()), read(t, s), e.warnings.String())
 	}
 
@@ -100,7 +100,7 @@ func TestRecoverAfterSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	if !exists(manifestPath(e.state, testRun)) || !exists(e.runDir()) {
+	if !exists(manifestPath(e.state, testRun)) || !e.staged() {
 		t.Fatal("the kill left no manifest or staging dir to recover")
 	}
 	if err := Recover(e.state, &e.warnings); err != nil {
@@ -109,7 +109,7 @@ func TestRecoverAfterSIGKILL(t *testing.T) {
 	if got := read(t, s); got != "s\nfrom the sandbox\n" {
 		t.Errorf("host session after recovery %q", got)
 	}
-	if exists(e.runDir()) {
+	if e.staged() {
 		t.Errorf("staging dir left: %q", listTree(e.runDir()))
 	}
 	if ents, _ := os.ReadDir(e.state); len(ents) != 0 {
@@ -133,7 +133,7 @@ func TestRecoverSkipsLivePlanInProcess(t *testing.T) {
 	if err := Recover(e.state, &e.warnings); err != nil {
 		t.Fatal(err)
 	}
-	if !exists(e.runDir()) || !exists(manifestPath(e.state, testRun)) || read(t, s) != "s\n" {
+	if !e.staged() || !exists(manifestPath(e.state, testRun)) || read(t, s) != "s\n" {
 		t.Fatal("Recover touched the live plan of its own process")
 	}
 	e.finish(p)
@@ -167,7 +167,7 @@ func TestRecoverOrphans(t *testing.T) {
 	if err := Recover(e.state, &e.warnings); err != nil {
 		t.Fatal(err)
 	}
-	if read(t, s) != "S\n" || exists(e.runDir()) {
+	if read(t, s) != "S\n" || e.staged() {
 		t.Errorf("orphan manifest not recovered")
 	}
 	if !exists(young) {

@@ -45,6 +45,15 @@ type Options struct {
 	// SandboxHomeInside is HOME's path inside the sandbox; rewritten
 	// arguments point below it.
 	SandboxHomeInside string
+	// RunDir is the host directory staged files are copied into: private
+	// to the run (mode 0700, the invoking user's, outside SandboxHome and
+	// every other tree a sandbox can reach), which the caller binds at
+	// SandboxHomeInside/.sbx-staging/<RunID> for this run alone, so that a
+	// concurrent run of the same home can neither read nor change what is
+	// staged. It must exist and be empty; it is opened with sbx's own
+	// identity (it may lie in sbx's state dir, which the user cannot
+	// search). Finish empties it; the caller removes it.
+	RunDir string
 	// StateDir holds the run's manifest and lock. It must be host-only (not
 	// mounted into the sandbox): a manifest names the host paths copy-back
 	// writes to. Prepare refuses a StateDir inside SandboxHome.
@@ -86,6 +95,7 @@ func (o *Options) normalize() error {
 		{"sandbox home", o.SandboxHome},
 		{"sandbox home inside", o.SandboxHomeInside},
 		{"state dir", o.StateDir},
+		{"run dir", o.RunDir},
 	} {
 		if !filepath.IsAbs(p.v) {
 			return fmt.Errorf("stage: %s %q is not an absolute path", p.name, p.v)
@@ -95,11 +105,15 @@ func (o *Options) normalize() error {
 	o.SandboxHome = filepath.Clean(o.SandboxHome)
 	o.SandboxHomeInside = path.Clean(o.SandboxHomeInside)
 	o.StateDir = filepath.Clean(o.StateDir)
+	o.RunDir = filepath.Clean(o.RunDir)
 	if o.HostHome != "" {
 		o.HostHome = filepath.Clean(o.HostHome)
 	}
 	if hostfs.Within(o.StateDir, o.SandboxHome) || hostfs.Within(hostfs.ResolvePrefix(o.StateDir), hostfs.ResolvePrefix(o.SandboxHome)) {
 		return fmt.Errorf("stage: state dir %s is inside the sandbox home %s (the sandbox could forge manifests)", o.StateDir, o.SandboxHome)
+	}
+	if hostfs.Within(o.RunDir, o.SandboxHome) || hostfs.Within(hostfs.ResolvePrefix(o.RunDir), hostfs.ResolvePrefix(o.SandboxHome)) {
+		return fmt.Errorf("stage: run dir %s is inside the sandbox home %s (other runs could reach it)", o.RunDir, o.SandboxHome)
 	}
 	if o.RunID == "" {
 		id, err := runid.New()
@@ -125,20 +139,18 @@ type Plan struct {
 	opts  Options
 	roots []string
 
-	homeReal string      // resolved SandboxHome, once something is staged
-	run      *hostfs.Dir // the run dir
-	lock     *os.File    // flock'ed StateDir/<run>.lock
-	created  bool        // the run dir was made by this plan
-	man      manifest    // what Finish (or Recover) does
-	taken    map[string]bool
-	seen     map[string]string // resolved source -> rewritten value
-	count    int
-	err      error
-	done     bool
+	run   *hostfs.Dir // Options.RunDir, once something is staged
+	lock  *os.File    // flock'ed StateDir/<run>.lock
+	man   manifest    // what Finish (or Recover) does
+	taken map[string]bool
+	seen  map[string]string // resolved source -> rewritten value
+	count int
+	err   error
+	done  bool
 }
 
 // Prepare scans argv with the agent table (Options.Table), copies every
-// host path it may stage into <SandboxHome>/.sbx-staging/<run-id>/ and
+// host path it may stage into Options.RunDir and
 // returns the plan with the rewritten argv. A value that cannot be staged
 // (missing, outside the allowed roots, too large, over the file limit, ...)
 // is left as it is, with a "sbx: not staging ..." line on Options.Warn.
@@ -191,15 +203,21 @@ func Prepare(argv []string, opts Options) (*Plan, error) {
 // Argv returns the rewritten argv; it has the length of Prepare's argv.
 func (p *Plan) Argv() []string { return append([]string(nil), p.argv...) }
 
-// RunDir returns the host path of the run's staging dir, or "" when
-// nothing was staged or Finish completed.
+// RunDir returns Options.RunDir when something was staged there and
+// Finish has not completed, else "". The caller binds it at Inside().
 func (p *Plan) RunDir() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.lock == nil || p.done {
 		return ""
 	}
-	return filepath.Join(p.homeReal, StagingDir, p.opts.RunID)
+	return p.opts.RunDir
+}
+
+// Inside is where the run dir appears inside the sandbox (the rewritten
+// arguments point below it).
+func (p *Plan) Inside() string {
+	return path.Join(p.opts.SandboxHomeInside, StagingDir, p.opts.RunID)
 }
 
 // Finish copies back what the sandbox wrote to session-like values and
@@ -411,11 +429,14 @@ func (p *Plan) stageDir(a Arg, abs, real string) (string, error) {
 }
 
 // stageNew stages an output that does not exist yet: its parent must exist
-// under an allowed root. A file gets an empty directory of its own (the
+// under an allowed root, or is created there (makeParents). A file gets an empty directory of its own (the
 // agent creates the file there); a directory (--session-dir) an empty
 // directory. Either comes back at Finish if the agent wrote something.
 func (p *Plan) stageNew(a Arg, abs string) (string, error) {
 	parent, err := resolveIn(filepath.Dir(abs), p.opts.Writable)
+	if errors.Is(err, fs.ErrNotExist) {
+		parent, err = p.makeParents(filepath.Dir(abs))
+	}
 	var se *skipError
 	if errors.As(err, &se) {
 		return "", err
@@ -472,6 +493,58 @@ func (p *Plan) stageNew(a Arg, abs string) (string, error) {
 	return p.inside(key, rel), nil
 }
 
+// maxNewDirs bounds the missing directories made for one output.
+const maxNewDirs = 8
+
+// makeParents creates dir, the missing parent of a new output (pi's
+// --session ~/.pi/agent/sessions/<new-dir>/s.jsonl), and its missing
+// parents, with the user's identity, as the agent would outside a sandbox;
+// only inside an allowed root: the nearest existing ancestor is resolved
+// (resolveIn) and must lie in one, and the directories are made from that
+// root's descriptor, never above it and without following any symlink
+// (hostfs.Dir), so that a path swapped meanwhile cannot lead them out. It
+// returns dir resolved.
+func (p *Plan) makeParents(dir string) (string, error) {
+	var missing []string
+	cur := dir
+	real := ""
+	for {
+		r, err := resolveIn(cur, p.opts.Writable)
+		if err == nil {
+			real = r
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if len(missing) == maxNewDirs || cur == "/" {
+			return "", skipf("no such file or directory (more than %d missing directories)", maxNewDirs)
+		}
+		missing = append([]string{filepath.Base(cur)}, missing...)
+		cur = filepath.Dir(cur)
+	}
+	target := filepath.Join(append([]string{real}, missing...)...)
+	for _, r := range p.roots {
+		if !hostfs.Within(real, r) {
+			continue
+		}
+		rel, err := filepath.Rel(r, target)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		root, err := hostfs.OpenDir(r, nil)
+		if err != nil {
+			return "", skipf("%v", err)
+		}
+		defer root.Close()
+		if err := root.MkdirAll(filepath.ToSlash(rel), 0o700); err != nil {
+			return "", skipf("create the directory: %v", errors.Unwrap(err))
+		}
+		return target, nil
+	}
+	return "", skipf("outside the allowed roots")
+}
+
 // seenKey identifies a staged source: the same path given twice for the
 // same purpose is staged once.
 func seenKey(f Flag, real string) string {
@@ -492,40 +565,53 @@ func subdirName(a Arg) string {
 	return "out"
 }
 
-// ensureRun creates, on first use, the lock, a first manifest (so that a
-// kill from here on leaves something Recover understands) and the 0700 run
-// dir. It runs with the user's identity (inside Cred.Do): the lock and
-// manifest, in sbx's private state dir, are written as sbx itself.
+// ensureRun opens, on first use, the run dir (as sbx itself: see
+// Options.RunDir) and creates the lock and a first manifest (so that a
+// kill from here on leaves something Recover understands). It runs with
+// the user's identity (inside Cred.Do): the lock and manifest, in sbx's
+// private state dir, are written as sbx itself.
 func (p *Plan) ensureRun() error {
 	if p.run != nil {
 		return nil
 	}
-	home, err := filepath.EvalSymlinks(p.opts.SandboxHome)
-	if err != nil {
-		return fmt.Errorf("sandbox home: %w", err)
-	}
-	root, err := hostfs.OpenDir(home, nil)
-	if err != nil {
-		return fmt.Errorf("open sandbox home: %w", err)
-	}
-	defer root.Close()
-	homeID, err := root.ID()
-	if err != nil {
-		return fmt.Errorf("open sandbox home: %w", err)
-	}
 	c := p.opts.Cred
 	man := manifest{
 		Version: manifestVersion, RunID: p.opts.RunID, PID: os.Getpid(),
-		Started: time.Now().UTC(), SandboxHome: home, HomeID: homeID,
+		Started: time.Now().UTC(), Staging: p.opts.RunDir,
 		UID: c.UID, GID: c.GID, Groups: c.Groups, Throwaway: p.opts.Throwaway, Entries: []entry{},
 	}
-	err = hostfs.AsSelf(func() error {
+	if p.opts.HostHome != "" {
+		if h, err := filepath.EvalSymlinks(p.opts.HostHome); err == nil {
+			man.KeepHome = h
+		}
+	}
+	if p.opts.Throwaway {
+		home, err := filepath.EvalSymlinks(p.opts.SandboxHome)
+		if err != nil {
+			return fmt.Errorf("sandbox home: %w", err)
+		}
+		if man.HomeID, err = dirID(home); err != nil {
+			return fmt.Errorf("open sandbox home: %w", err)
+		}
+		man.SandboxHome = home
+	}
+	var run *hostfs.Dir
+	err := hostfs.AsSelf(func() error {
 		lock, err := createLock(p.opts.StateDir, p.opts.RunID)
 		if err != nil {
 			return err
 		}
-		if err := writeManifest(p.opts.StateDir, &man); err != nil {
+		if run, err = openRunDir(p.opts.RunDir); err == nil {
+			if man.StagingID, err = run.ID(); err == nil {
+				err = writeManifest(p.opts.StateDir, &man)
+			}
+			if err != nil {
+				run.Close()
+			}
+		}
+		if err != nil {
 			lock.Close()
+			os.Remove(lockPath(p.opts.StateDir, p.opts.RunID))
 			return err
 		}
 		p.lock = lock
@@ -534,24 +620,25 @@ func (p *Plan) ensureRun() error {
 	if err != nil {
 		return err
 	}
-	p.homeReal, p.man = home, man
-	if err := root.Mkdir(StagingDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create %s: %w", StagingDir, err)
-	}
-	if fi, err := root.Lstat(StagingDir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s in the sandbox home is not a directory", StagingDir)
-	}
-	runRel := StagingDir + "/" + p.opts.RunID
-	if err := root.Mkdir(runRel, 0o700); err != nil {
-		return fmt.Errorf("create run dir: %w", err)
-	}
-	p.created = true
-	run, err := root.OpenDir(runRel)
-	if err != nil {
-		return fmt.Errorf("open run dir: %w", err)
-	}
-	p.run = run
+	p.man, p.run = man, run
 	return nil
+}
+
+// openRunDir opens the run dir, which must be an empty directory.
+func openRunDir(p string) (*hostfs.Dir, error) {
+	run, err := hostfs.OpenDir(p, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open run dir: %w", err)
+	}
+	names, err := run.ReadDir(".")
+	if err == nil && len(names) > 0 {
+		err = fmt.Errorf("run dir %s is not empty", p)
+	}
+	if err != nil {
+		run.Close()
+		return nil, err
+	}
+	return run, nil
 }
 
 // dirID returns the identity of the host directory p (resolved), opened
@@ -568,24 +655,29 @@ func dirID(p string) (hostfs.FileID, error) {
 // abort undoes a failed Prepare.
 func (p *Plan) abort() {
 	if p.run != nil {
+		_ = p.opts.Cred.Do(func() error { return emptyDir(p.run) })
 		p.run.Close()
 		p.run = nil
 	}
 	if p.lock == nil {
 		return
 	}
-	if p.created {
-		_ = p.opts.Cred.Do(func() error {
-			root, err := hostfs.OpenDir(p.homeReal, &p.man.HomeID)
-			if err != nil {
-				return err
-			}
-			defer root.Close()
-			return root.RemoveAll(StagingDir + "/" + p.opts.RunID)
-		})
-	}
 	os.Remove(manifestPath(p.opts.StateDir, p.opts.RunID))
 	os.Remove(lockPath(p.opts.StateDir, p.opts.RunID))
 	p.lock.Close()
 	p.lock = nil
+}
+
+// emptyDir removes everything in d, without following any symlink.
+func emptyDir(d *hostfs.Dir) error {
+	names, err := d.ReadDir(".")
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := d.RemoveAll(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }

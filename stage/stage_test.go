@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -285,10 +286,29 @@ func TestPrepare(t *testing.T) {
 			staged: map[string]string{"session/": ""},
 		},
 		{
-			name:  "new session whose parent is missing",
-			setup: func(e *env) []string { return []string{"pi", "--session", filepath.Join(e.allowed, "no/new.jsonl")} },
-			want:  func(e *env) []string { return []string{"pi", "--session", filepath.Join(e.allowed, "no/new.jsonl")} },
-			warn:  []string{"new.jsonl: no such file or directory"},
+			// The directory is made on the host, as pi would outside.
+			name: "new session whose parent is missing",
+			setup: func(e *env) []string {
+				return []string{"pi", "--session", filepath.Join(e.allowed, "no/new/new.jsonl")}
+			},
+			want:   func(e *env) []string { return []string{"pi", "--session", inside("session/new.jsonl")} },
+			staged: map[string]string{"session/": ""},
+		},
+		{
+			name:  "new session whose missing parent is outside the roots",
+			setup: func(e *env) []string { return []string{"pi", "--session", filepath.Join(e.outside, "no/new.jsonl")} },
+			want:  func(e *env) []string { return []string{"pi", "--session", filepath.Join(e.outside, "no/new.jsonl")} },
+			warn:  []string{"new.jsonl: outside the allowed roots"},
+		},
+		{
+			name: "new session with too many missing directories",
+			setup: func(e *env) []string {
+				return []string{"pi", "--session", filepath.Join(e.allowed, "1/2/3/4/5/6/7/8/9/new.jsonl")}
+			},
+			want: func(e *env) []string {
+				return []string{"pi", "--session", filepath.Join(e.allowed, "1/2/3/4/5/6/7/8/9/new.jsonl")}
+			},
+			warn: []string{"new.jsonl: no such file or directory (more than 8 missing directories)"},
 		},
 		{
 			name:  "new session outside the roots",
@@ -400,7 +420,7 @@ func TestPrepare(t *testing.T) {
 			if err := p.Finish(); err != nil {
 				t.Fatalf("Finish: %v", err)
 			}
-			if exists(e.runDir()) {
+			if e.staged() {
 				t.Errorf("run dir left after Finish: %q", listTree(e.runDir()))
 			}
 			if ents, _ := os.ReadDir(e.state); len(ents) != 0 {
@@ -501,7 +521,7 @@ func TestRunIDGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Finish()
-	id := filepath.Base(p.RunDir())
+	id := path.Base(p.Inside())
 	if len(id) != 16 || !runid.Valid(id) || !strings.Contains(p.Argv()[2], "/.sbx-staging/"+id+"/a.mjs") {
 		t.Errorf("run id %q, argv %q", id, p.Argv())
 	}
@@ -523,10 +543,10 @@ func TestRunIDInUse(t *testing.T) {
 func TestPrepareFailureCleansUp(t *testing.T) {
 	e := newEnv(t)
 	o := e.opts()
-	o.SandboxHome = filepath.Join(e.base, "missing-home")
+	o.RunDir = filepath.Join(e.base, "missing-run-dir")
 	_, err := Prepare([]string{"pi", "-e", e.write("work/a.mjs", "A")}, o)
-	if err == nil || !strings.Contains(err.Error(), "sandbox home") {
-		t.Fatalf("Prepare with a missing sandbox home: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "run dir") {
+		t.Fatalf("Prepare with a missing run dir: %v", err)
 	}
 	if ents, _ := os.ReadDir(e.state); len(ents) != 0 {
 		t.Errorf("state dir left with %v", ents)

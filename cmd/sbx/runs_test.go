@@ -226,6 +226,15 @@ func leftovers(id string) []string {
 			found = append(found, p)
 		}
 	}
+	// The run's own state (staged files, --rw copies) stays only while a
+	// failed copy-back waits for a retry by a later run.
+	if !exists(filepath.Join(stateRoot, "staging", id+".json")) {
+		for _, p := range []string{filepath.Join(stateRoot, "runs", id), filepath.Join(stateRoot, "runs", id+".lock")} {
+			if exists(p) {
+				found = append(found, p)
+			}
+		}
+	}
 	found = append(found, sandboxCgroups(sandbox.CgroupParent, id)...)
 	if rootless() && asUser.delegated != "" {
 		// The user's sandboxes' cgroups lie in its delegated subtree
