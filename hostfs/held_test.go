@@ -91,36 +91,3 @@ func TestIDInRoot(t *testing.T) {
 		t.Errorf("IDInRoot(/../a/b) = %+v, %v; want %+v", id2, err, id)
 	}
 }
-
-func TestEnsureMountPoint(t *testing.T) {
-	root := t.TempDir()
-	outside := t.TempDir()
-	must(t, os.Symlink(outside, filepath.Join(root, "link")))
-	must(t, os.MkdirAll(filepath.Join(root, "d"), 0o755))
-	must(t, os.Symlink(filepath.Join(outside, "f"), filepath.Join(root, "d", "f")))
-	tests := []struct {
-		rel  string
-		dir  bool
-		want error
-	}{
-		{"new/deep/dir", true, nil},
-		{"new/deep/file", false, nil},
-		{"new/deep/file", false, nil}, // exists as a file: fine
-		{"new/deep/file", true, unix.ENOTDIR},
-		{"link/x", false, unix.ENOTDIR}, // a symlinked component
-		{"link", true, unix.ELOOP},
-		{"d/f", false, unix.ELOOP},
-	}
-	for _, tt := range tests {
-		err := EnsureMountPoint(root, tt.rel, tt.dir)
-		if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
-			t.Errorf("EnsureMountPoint(%s, dir=%v) = %v, want %v", tt.rel, tt.dir, err, tt.want)
-		}
-	}
-	if fi, err := os.Lstat(filepath.Join(root, "new", "deep", "file")); err != nil || !fi.Mode().IsRegular() {
-		t.Errorf("file not created: %v", err)
-	}
-	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
-		t.Errorf("something was created outside: %v", entries)
-	}
-}

@@ -106,7 +106,12 @@ func (o *Options) makeMountPoints(spec *sandbox.Spec) error {
 		}
 		defer home.Close()
 		for _, mp := range mps {
-			if err := makeMountPoint(home, mp); err != nil {
+			err := makeMountPoint(home, mp)
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+				return fmt.Errorf("create the mount point of %s in the sandbox home %s: its mount point in the sbx home is a symlink or not a %s (%w); remove %s and run again",
+					filepath.Join(spec.HomeInside, mp.rel), spec.Home, fileKind(mp.dir), err, filepath.Join(spec.Home, mp.rel))
+			}
+			if err != nil {
 				return fmt.Errorf("create the mount point of %s in the sandbox home %s: %w (remove what is there, or the sandbox home, and run again)",
 					filepath.Join(spec.HomeInside, mp.rel), spec.Home, err)
 			}

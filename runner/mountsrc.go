@@ -35,7 +35,7 @@ import (
 //     source's device, so a swapped source shows as another identity;
 //   - mount points that runc would otherwise create inside the sbx home,
 //     which every run of the workspace can write, are created first, as
-//     the user and without following a symlink (ensureMountPoints).
+//     the user and without following a symlink (makeMountPoints, mountpoints.go).
 //
 // Verifying after the mount was chosen over mounting from the descriptor
 // itself: runc init runs in a new mount namespace, where a
@@ -169,44 +169,6 @@ func (o *Options) holdRest(spec *sandbox.Spec) error {
 func (o *Options) tmpHomeIn(spec *sandbox.Spec, b sandbox.Bind, real string) bool {
 	return o.Home == HomeTmp && b.Source == spec.Home &&
 		real == filepath.Join(hostfs.ResolvePrefix(filepath.Dir(b.Source)), filepath.Base(b.Source))
-}
-
-// ensureMountPoints creates, as the invoking user and without following a
-// symlink, the mount point of every bind that lands inside the home's
-// bind (a profile file below ~/.pi/agent, an --rw path below ~): the home
-// is a directory every run of the workspace may write, where a symlink
-// planted by an earlier run would otherwise lead runc, as root, to create
-// the mount point elsewhere. A symlink on the way refuses the run.
-func (o *Options) ensureMountPoints(spec *sandbox.Spec) error {
-	binds := spec.Binds()
-	for _, b := range binds {
-		var cover *sandbox.Bind
-		for i := range binds {
-			c := &binds[i]
-			if c.Destination != b.Destination && within(b.Destination, c.Destination) {
-				cover = c // the last is the deepest: Binds is by depth
-			}
-		}
-		if cover == nil || cover.Source != spec.Home || cover.Destination != spec.HomeInside {
-			continue
-		}
-		rel, err := filepath.Rel(spec.HomeInside, b.Destination)
-		if err != nil {
-			return err
-		}
-		dir := true
-		if h, ok := o.held[b.Source]; ok {
-			dir = h.Mode == fs.ModeDir
-		}
-		err = o.cred.Do(func() error { return hostfs.EnsureMountPoint(spec.Home, rel, dir) })
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return fmt.Errorf("mount %s: its mount point in the sbx home is a symlink or not a %s (%w); remove %s and run again", b.Destination, fileKind(dir), err, filepath.Join(spec.Home, rel))
-		}
-		if err != nil {
-			return fmt.Errorf("mount %s: create its mount point in the sbx home: %w", b.Destination, err)
-		}
-	}
-	return nil
 }
 
 func fileKind(dir bool) string {

@@ -57,10 +57,10 @@ func TestHoldRest(t *testing.T) {
 	}
 }
 
-// TestEnsureMountPoints: a file mounted below the home's destination gets
+// TestMakeMountPoints: a file mounted below the home's destination gets
 // its mount point in the host home, created without following links; a
 // symlink on the way refuses the run and creates nothing through it.
-func TestEnsureMountPoints(t *testing.T) {
+func TestMakeMountPoints(t *testing.T) {
 	o, spec, dir := mountsrcFixture(t)
 	src := filepath.Join(dir, "models.json")
 	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
@@ -75,8 +75,8 @@ func TestEnsureMountPoints(t *testing.T) {
 	spec.HomeInside = filepath.Dir(dir)
 	spec.ReadOnly = []string{src}
 	rel, _ := filepath.Rel(spec.HomeInside, src)
-	if err := o.ensureMountPoints(spec); err != nil {
-		t.Fatalf("ensureMountPoints: %v", err)
+	if err := o.makeMountPoints(spec); err != nil {
+		t.Fatalf("makeMountPoints: %v", err)
 	}
 	fi, err := os.Lstat(filepath.Join(spec.Home, rel))
 	if err != nil || !fi.Mode().IsRegular() {
@@ -92,8 +92,8 @@ func TestEnsureMountPoints(t *testing.T) {
 	if err := os.Symlink(outside, first); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.ensureMountPoints(spec); !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
-		t.Fatalf("ensureMountPoints through a symlink: %v, want a refusal", err)
+	if err := o.makeMountPoints(spec); !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
+		t.Fatalf("makeMountPoints through a symlink: %v, want a refusal", err)
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Fatalf("created through the symlink: %v", entries)

@@ -128,9 +128,6 @@ func (r *run) create() error {
 	if err := o.holdRest(r.spec); err != nil {
 		return err
 	}
-	if err := o.ensureMountPoints(r.spec); err != nil {
-		return err
-	}
 	sb, err := sandbox.Create(r.spec, sandbox.Dirs{Root: o.StateDir}, sandbox.Stdio{Stdin: stdinOrNil(o.Stdin), Stdout: o.Stdout, Stderr: o.Stderr})
 	if err != nil {
 		if r.spec.Rootless {
