@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+
+	"github.com/sbx-sandbox/sbx/internal/refuse"
 )
 
 // Exact messages of the confirmation rules. The write message is the Docker
@@ -13,28 +15,12 @@ const (
 	MsgShellNeedsConfirm = "Shell wrapper requires confirmShell=true"
 )
 
-// RejectError is the error of every rule the gate enforces. A caller reports
-// it as a result with status "rejected" and Error() as the message; nothing
-// has been started or changed when it is returned.
-type RejectError struct {
-	// Field is the request key the rule is about ("command", "workspace",
-	// "cwd", "write", "allowShell", "timeoutMs", "name", or the unknown or
-	// duplicate key itself); empty for the request as a whole.
-	Field string
-	// Reason is the complete, human-readable message. Error returns it
-	// verbatim, so it can be shown or compared as is.
-	Reason string
-	// Err is the underlying cause when there is one: ErrEscape for a path
-	// that leaves the workspace, fs.ErrNotExist for a missing directory, or
-	// the file system error met while resolving.
-	Err error
-}
-
-// Error returns Reason.
-func (e *RejectError) Error() string { return e.Reason }
-
-// Unwrap returns Err.
-func (e *RejectError) Unwrap() error { return e.Err }
+// RejectError is the error of every rule the gate enforces (see
+// [refuse.Error]). A caller reports it as a result with status "rejected"
+// and Error() as the message; nothing has been started or changed when it
+// is returned. Field is the request key the rule is about; Err is
+// ErrEscape for a path that leaves the workspace.
+type RejectError = refuse.Error
 
 // ErrEscape is wrapped by the RejectError of any path that leaves the
 // workspace, lexically or through a symbolic link. It also matches

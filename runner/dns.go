@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/egress"
-	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -88,7 +88,7 @@ func noNames(name string) (string, string) {
 // startDNS listens on dnsAddr in the sandbox's network namespace and
 // serves it until stop: known gives the addresses of the names it answers,
 // why says why the others are refused.
-func startDNS(ns *egress.Netns, rep *reporter, lookup func(string) (netip.Addr, bool), why dnsRefusal) (*dnsServer, error) {
+func startDNS(ns *egress.Netns, rep *report.Reporter, lookup func(string) (netip.Addr, bool), why dnsRefusal) (*dnsServer, error) {
 	pc, err := ns.ListenPacket(dnsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox DNS: %w", err)
@@ -109,7 +109,7 @@ func startDNS(ns *egress.Netns, rep *reporter, lookup func(string) (netip.Addr, 
 	go func() {
 		d.served <- egress.ServeDNS(pc, known, func(name string) {
 			reason, hint := why(name)
-			rep.addHinted(gate.Violation{
+			rep.AddHinted(report.Violation{
 				Time: time.Now(), Op: "resolve", Target: name,
 				Errno: "NXDOMAIN", Tier: "dns", Reason: reason,
 			}, hint)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/egress"
-	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -97,7 +97,7 @@ func proxyHint(d egress.Denial) string {
 // startEgress opens the proxy's listener in the sandbox's network
 // namespace and serves it. The network wall's exception for the endpoint
 // (netPolicy) is the caller's. Call it after sandbox.Create and before Exec.
-func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *reporter) (*egressProxy, error) {
+func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *report.Reporter) (*egressProxy, error) {
 	// The host's own addresses, as sbx's namespace (where the proxy
 	// dials from) has them.
 	own, err := egress.WatchHostAddrs()
@@ -114,11 +114,11 @@ func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *reporter) (*egre
 		Resolver: testResolver(),
 		Own:      own,
 		Report: func(d egress.Denial) {
-			v := gate.Violation{
+			v := report.Violation{
 				Time: time.Now(), Op: "connect", Target: d.Target(),
 				Errno: "EACCES", Tier: "proxy", Reason: d.Reason,
 			}
-			rep.addHinted(v, proxyHint(d))
+			rep.AddHinted(v, proxyHint(d))
 		},
 	}
 	e := &egressProxy{p: p, own: own, served: make(chan error, 1)}
@@ -134,7 +134,7 @@ func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *reporter) (*egre
 // namespace opens their sockets (egress.OpenNetns): no BPF is involved,
 // and the namespace, which holds nothing but lo, is the wall. The
 // returned func stops it all.
-func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *reporter) (func(), error) {
+func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *report.Reporter) (func(), error) {
 	if o.hostNetwork() || (!o.loopback() && len(o.allow) == 0 && len(o.publish) == 0) {
 		return func() {}, nil
 	}

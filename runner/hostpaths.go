@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/moby/sys/mountinfo"
-	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/internal/refuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -87,11 +87,11 @@ func newHostPolicy(stateDir, userHome string) (hostPolicy, error) {
 }
 
 // check refuses hp when it could hand the sandbox the host; the error is a
-// *gate.RejectError (sbx run exits 125 with it, sbx exec rejects).
+// *refuse.Error (sbx run exits 125 with it, sbx exec rejects).
 func (p hostPolicy) check(hp hostPath) error {
 	path := hp.path
 	refuse := func(why, fix string) error {
-		return &gate.RejectError{Field: hp.field, Reason: fmt.Sprintf("%s %s: %s (%s)", hp.field, path, why, fix)}
+		return &refuse.Error{Field: hp.field, Reason: fmt.Sprintf("%s %s: %s (%s)", hp.field, path, why, fix)}
 	}
 	if path == "/" {
 		return refuse("the whole host cannot be mounted into a sandbox", "pick a project directory")

@@ -35,10 +35,6 @@ import (
 // --ro/--rw paths and the system directories; the real home is never
 // shown) has nothing to hide and mounts nothing.
 
-// TierMask is the tier of a denial of a masked path in --violations (the
-// mount level's mode 0000; the BPF LSM tier reports its own refusals).
-const TierMask = "mask"
-
 // maskFileName is the empty file, mode 0000, in the state dir that masked
 // files show.
 const maskFileName = "mask-empty"

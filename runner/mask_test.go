@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/bpf/lsm"
-	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -100,29 +98,6 @@ func TestMaskFile(t *testing.T) {
 	}
 	if p2, err := maskFile(state); err != nil || p2 != p {
 		t.Fatalf("second maskFile = %s, %v", p2, err)
-	}
-}
-
-// TestReporterQuiet: --quiet prints no denial line and no hint, while the
-// --violations file gets every record and the count at the end stays.
-func TestReporterQuiet(t *testing.T) {
-	for _, quiet := range []bool{false, true} {
-		var log, file bytes.Buffer
-		r := newReporter(&log, &file)
-		r.silent = quiet
-		r.add(violationN("open", "landlock", 1))
-		r.add(gate.Violation{Op: "connect", Target: "example.com:443", Errno: "EACCES", Tier: "proxy", Reason: "not allowed"})
-		r.finish()
-		lines := strings.Count(log.String(), "sbx: denied ")
-		if want := map[bool]int{false: 2, true: 0}[quiet]; lines != want {
-			t.Errorf("quiet=%v: %d denial lines, want %d:\n%s", quiet, lines, want, log.String())
-		}
-		if quiet && (strings.Contains(log.String(), "--allow-host") || !strings.Contains(log.String(), "sbx: 2 operation(s) denied in all (2 distinct)")) {
-			t.Errorf("quiet: stderr %q, want only the count", log.String())
-		}
-		if n := strings.Count(file.String(), "\n"); n != 2 {
-			t.Errorf("quiet=%v: %d --violations records, want 2", quiet, n)
-		}
 	}
 }
 

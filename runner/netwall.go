@@ -10,6 +10,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/bpf/pin"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -63,11 +64,11 @@ func openNetWall() (*netWall, error) {
 }
 
 // watch starts reading the denials of the sandbox whose cgroup id is id.
-func (w *netWall) watch(id uint64, rep *reporter) error {
+func (w *netWall) watch(id uint64, rep *report.Reporter) error {
 	er, err := w.net.Events(id)
 	if errors.Is(err, events.ErrNoFreeRing) {
 		// Reporting is not a protection: the run goes ahead, walled.
-		rep.degraded(err)
+		rep.Degraded(err)
 		return nil
 	}
 	if err != nil {
@@ -75,7 +76,7 @@ func (w *netWall) watch(id uint64, rep *reporter) error {
 	}
 	w.events = er
 	w.done = make(chan struct{})
-	go rep.pump(er, "bpf", w.done)
+	go rep.Pump(er, "bpf", w.done)
 	return nil
 }
 
@@ -120,7 +121,7 @@ func (w *netWall) close() {
 		_ = w.net.Revoke(w.allowed)
 	}
 	if w.events != nil {
-		drain(w.events, w.done)
+		report.Drain(w.events, w.done)
 		w.events.Close()
 	}
 	w.net.Close()

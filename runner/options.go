@@ -14,8 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/sbx-sandbox/sbx/egress"
-	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/internal/refuse"
 	"github.com/sbx-sandbox/sbx/profile"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"golang.org/x/sys/unix"
@@ -196,7 +196,7 @@ type Options struct {
 
 // resolvePaths resolves every host path of o once, as the invoking user,
 // into a descriptor it keeps (see mountsrc.go), and refuses, with a
-// *gate.RejectError, any that could hand the sandbox the host (see
+// *refuse.Error, any that could hand the sandbox the host (see
 // hostPolicy.check, decided on the descriptor). It writes nothing to disk.
 func (o *Options) resolvePaths() error {
 	if Rootless() && os.Geteuid() != os.Getuid() {
@@ -260,7 +260,7 @@ func (o *Options) resolvePaths() error {
 			want = filepath.Join(cwd, want)
 		}
 		if r != filepath.Clean(want) {
-			return &gate.RejectError{Field: "--rw", Reason: fmt.Sprintf("writable path %s (from a settings file, a profile or the config): it resolves to %s now, not to the path that was checked (a symlink was put in its way); not running", p, r)}
+			return &refuse.Error{Field: "--rw", Reason: fmt.Sprintf("writable path %s (from a settings file, a profile or the config): it resolves to %s now, not to the path that was checked (a symlink was put in its way); not running", p, r)}
 		}
 		if slices.Contains(o.rw, r) {
 			continue // given already (by the command line: open)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/internal/refuse"
 )
 
 // TestProtectedEntryOf: a path a settings file or profile asks to write is
@@ -93,7 +93,7 @@ func TestPolicyReadWriteResolved(t *testing.T) {
 	if err := o.resolvePaths(); err != nil || !slices.Contains(o.rw, filepath.Join(ws, "build")) {
 		t.Fatalf("control, a real directory: %v, rw %q", err, o.rw)
 	}
-	var rej *gate.RejectError
+	var rej *refuse.Error
 	if err := opts(filepath.Join(ws, "swapped")).resolvePaths(); !errors.As(err, &rej) || !strings.Contains(err.Error(), "resolves to "+filepath.Join(root, "elsewhere")) {
 		t.Errorf("a path that is a symlink now: %v, want a RejectError", err)
 	}

@@ -20,10 +20,10 @@ import (
 
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
+	"github.com/sbx-sandbox/sbx/report"
 
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/egress"
-	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/policysrc"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
@@ -51,7 +51,7 @@ type Result struct {
 	// Violations are the run's denials (deduplicated, bounded; the ones
 	// past the bound are counted in ViolationsDropped), as sbx exec
 	// returns them.
-	Violations        []gate.Violation
+	Violations        []report.Violation
 	ViolationsDropped int
 	// CleanupErr is set when teardown could not confirm the sandbox gone
 	// (its processes killed, cgroups and state removed); Run then also
@@ -132,14 +132,14 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		cleanup()
 		return res, err
 	}
-	r := &run{o: &o, spec: spec, res: &res, rep: newReporter(o.Log, o.Violations)}
+	r := &run{o: &o, spec: spec, res: &res, rep: report.New(o.Log, o.Violations)}
 	if o.QuietDenials {
-		r.rep = newReporter(nil, o.Violations)
+		r.rep = report.New(nil, o.Violations)
 	}
-	r.rep.silent = o.Quiet
-	r.rep.allow = o.allow
+	r.rep.Silent = o.Quiet
+	r.rep.Allow = o.allow
 	for _, h := range spec.Hidden {
-		r.rep.masks = append(r.rep.masks, h.Path)
+		r.rep.Masks = append(r.rep.Masks, h.Path)
 	}
 	r.plan(cleanup, staged)
 	r.ready = 4 // home, the copy-backs and the report are set up by now

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/sbx-sandbox/sbx/report"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
@@ -74,13 +75,8 @@ func (t *terminal) restore() {
 // defers the restore after the reporter's finish, so it runs before it)
 // and the held lines follow the program's last screen, from a line of
 // their own. --violations gets every record at once as ever.
-func (t *terminal) holdLines(rep *reporter) {
-	rep.mu.Lock()
-	defer rep.mu.Unlock()
-	rep.deferLines = true
-	if rep.log != nil {
-		rep.log = &freshLine{w: rep.log, t: t}
-	}
+func (t *terminal) holdLines(rep *report.Reporter) {
+	rep.HoldLines(func(w io.Writer) io.Writer { return &freshLine{w: w, t: t} })
 }
 
 // lastByte passes writes on to w and records the last byte written.

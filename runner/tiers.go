@@ -8,6 +8,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
 )
@@ -17,7 +18,7 @@ import (
 type run struct {
 	o    *Options
 	spec *sandbox.Spec
-	rep  *reporter
+	rep  *report.Reporter
 	res  *Result
 
 	// Set once the sandbox is created (see create).
@@ -142,7 +143,7 @@ func (r *run) create() error {
 	if err := o.verifyMounts(r.spec, sb.Pid()); err != nil {
 		return err
 	}
-	r.rep.setSandbox(sb.Pid(), r.spec.Workspace, r.spec.Write)
+	r.rep.SetSandbox(sb.Pid(), r.spec.Workspace, r.spec.Write)
 	if !r.spec.Rootless {
 		id, err := bpf.CgroupID(sb.CgroupPaths()[""])
 		if err != nil {
@@ -202,8 +203,8 @@ func (rwCopyBackTier) close(r *run) {
 type reportTier struct{ base }
 
 func (reportTier) close(r *run) {
-	r.rep.finish()
-	r.res.Violations, r.res.ViolationsDropped = r.rep.violations()
+	r.rep.Finish()
+	r.res.Violations, r.res.ViolationsDropped = r.rep.Violations()
 }
 
 // wallTier is the cgroup BPF network wall: loaded before the sandbox
@@ -221,7 +222,7 @@ func (wallTier) prepare(r *run) error {
 }
 
 func (wallTier) attach(r *run) error {
-	r.rep.readMounts(r.sb.Pid()) // the tracer comes with the wall
+	r.rep.ReadMounts(r.sb.Pid()) // the tracer comes with the wall
 	if err := r.wall.watch(r.cgroupID, r.rep); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/execrun"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/runner"
 )
@@ -105,7 +106,7 @@ func cmdExec(args []string, s streams) int {
 		res = gate.Rejected(err)
 	} else {
 		ctx, stop := signal.NotifyContext(context.Background(), unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
-		res = runner.Exec(ctx, req, runner.ExecOptions{ReadOnlyRoots: roRoots, AllowStage: allowStage})
+		res = execrun.Exec(ctx, req, execrun.ExecOptions{ReadOnlyRoots: roRoots, AllowStage: allowStage})
 		stop()
 	}
 	enc := json.NewEncoder(s.out)

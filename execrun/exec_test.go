@@ -1,4 +1,4 @@
-package runner
+package execrun
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -125,3 +126,15 @@ func countFDs(t *testing.T) int {
 type testLog struct{ t *testing.T }
 
 func (l testLog) Write(p []byte) (int, error) { l.t.Logf("%s", p); return len(p), nil }
+
+// TestViolationShapes: the report's violations convert to the result's
+// one for one, and the report keeps as many as a result may carry.
+func TestViolationShapes(t *testing.T) {
+	if report.MaxKept != gate.MaxViolations {
+		t.Errorf("report.MaxKept = %d, gate.MaxViolations = %d", report.MaxKept, gate.MaxViolations)
+	}
+	v := report.Violation{Pid: 1, Comm: "c", Op: "open", Target: "/x", Errno: "EACCES", Tier: "landlock", Reason: "r"}
+	if g := gate.Violation(v); g.Op != v.Op || g.Reason != v.Reason || g.Target != v.Target {
+		t.Errorf("converted %+v to %+v", v, g)
+	}
+}

@@ -1,4 +1,4 @@
-package runner
+package execrun
 
 import (
 	"context"
@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/internal/refuse"
+	"github.com/sbx-sandbox/sbx/runner"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
 // ExecOptions are the host-side settings of [Exec]; the request itself
 // cannot change them.
 type ExecOptions struct {
-	// StateDir as in Options.
+	// StateDir as in runner.Options.
 	StateDir string
-	// HostEnv as in Options.
+	// HostEnv as in runner.Options.
 	HostEnv []string
 	// Log receives sbx's own messages (housekeeping of earlier runs,
 	// warnings; os.Stderr if nil), never mixed into the result's output.
@@ -39,7 +41,7 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 	// invoking user's rights: under sudo, root's would confirm or resolve
 	// paths the user may not even look up. Run holds them again, as the
 	// user, by descriptor.
-	cred := InvokerCred()
+	cred := runner.InvokerCred()
 	var checked gate.Checked
 	err := cred.Do(func() error {
 		var err error
@@ -55,7 +57,7 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		return failed(err, 0)
 	}
 	defer devnull.Close()
-	o := Options{
+	o := runner.Options{
 		Args:      checked.Request.Command,
 		Workspace: checked.Root,
 		Write:     checked.Writable,
@@ -63,8 +65,8 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		// again as host paths.
 		RequestReadOnly: checked.ReadOnly,
 		Cwd:             checked.Dir,
-		Home:            HomeTmp,
-		Net:             NetNone, // the tool's contract: no network at all
+		Home:            runner.HomeTmp,
+		Net:             runner.NetNone, // the tool's contract: no network at all
 		HostEnv:         eo.HostEnv,
 		Limits: sandbox.Limits{
 			MemoryBytes: gate.MemoryBytes,
@@ -85,11 +87,15 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 	}
 	var out gate.Result
 	start := time.Now()
-	res, err := Run(ctx, o)
-	if gate.IsRejected(err) {
+	res, err := runner.Run(ctx, o)
+	if isRefused(err) {
 		return gate.Rejected(err) // a host path refused: nothing started
 	}
-	out.Violations, out.ViolationsDropped = res.Violations, res.ViolationsDropped
+	out.Violations = make([]gate.Violation, len(res.Violations))
+	for i, v := range res.Violations {
+		out.Violations[i] = gate.Violation(v)
+	}
+	out.ViolationsDropped = res.ViolationsDropped
 	out.DurationMs = time.Since(start).Milliseconds()
 	out.Output, out.Truncated = gate.ShapeTails(stdout, stderr)
 	if res.CleanupErr != nil {
@@ -98,7 +104,7 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 	if res.CopyBackErr != nil {
 		out.CopyBackError = res.CopyBackErr.Error()
 	}
-	var cleanup *CleanupError
+	var cleanup *runner.CleanupError
 	switch {
 	case err != nil && !errors.As(err, &cleanup):
 		out.Status = gate.StatusFailed
@@ -121,4 +127,11 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 
 func failed(err error, ms int64) gate.Result {
 	return gate.Result{Status: gate.StatusFailed, Error: err.Error(), DurationMs: ms}
+}
+
+// isRefused reports whether err is an input refused before anything
+// started (a host path that could hand the sandbox the host).
+func isRefused(err error) bool {
+	var re *refuse.Error
+	return errors.As(err, &re)
 }

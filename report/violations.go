@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"encoding/json"
@@ -20,7 +20,6 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/canary"
 	"github.com/sbx-sandbox/sbx/egress"
-	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
 )
 
@@ -78,7 +77,7 @@ type dropCount struct {
 	kinds map[string]int
 }
 
-func (d *dropCount) add(v gate.Violation, now time.Time) {
+func (d *dropCount) Add(v Violation, now time.Time) {
 	if d.n == 0 {
 		d.since = now
 		d.kinds = map[string]int{}
@@ -88,13 +87,13 @@ func (d *dropCount) add(v gate.Violation, now time.Time) {
 }
 
 // kind is how denials past the bounds are told apart: "open/mount".
-func kind(v gate.Violation) string { return v.Op + "/" + v.Tier }
+func kind(v Violation) string { return v.Op + "/" + v.Tier }
 
-// reporter turns denial events into what the user sees: one deduplicated
+// Reporter turns denial events into what the user sees: one deduplicated
 // "sbx: denied ..." line per distinct operation on stderr (at most
 // maxViolationLines), JSON lines for --violations, and the list kept for
 // sbx exec's result.
-type reporter struct {
+type Reporter struct {
 	mu      sync.Mutex
 	log     io.Writer // stderr lines; nil: none
 	jsonl   io.Writer // --violations file; nil: none
@@ -103,21 +102,21 @@ type reporter struct {
 	order   []string
 	printed int
 	total   int
-	kept    []gate.Violation
+	kept    []Violation
 	dropped int
 	// deferLines holds the stderr lines until the run ends: when stderr is
 	// not a terminal it is often parsed, and a line written while the
 	// program is in the middle of one of its own would mangle both.
 	deferLines bool
 	pending    []string
-	// masks are the run's --mask paths, for the tier of their denials.
-	masks []string
-	// allow is the run's --allow-host list, so that a hint never advises
+	// Masks are the run's --mask paths, for the tier of their denials.
+	Masks []string
+	// Allow is the run's --allow-host list, so that a hint never advises
 	// a rule that was given.
-	allow egress.Allowlist
-	// silent prints no denial lines nor hints (sbx run --quiet); the
+	Allow egress.Allowlist
+	// Silent prints no denial lines nor hints (sbx run --quiet); the
 	// --violations file and the count at the end stay.
-	silent bool
+	Silent bool
 
 	// Set by setSandbox once the sandbox exists.
 	shimPID   uint32     // the sandbox's PID 1, sbx's own shim
@@ -142,8 +141,8 @@ type reporter struct {
 	lost      uint64 // events the kernel dropped, ring full
 }
 
-func newReporter(log, jsonl io.Writer) *reporter {
-	r := &reporter{log: log, jsonl: jsonl, seen: map[string]int{}, now: time.Now}
+func New(log, jsonl io.Writer) *Reporter {
+	r := &Reporter{log: log, jsonl: jsonl, seen: map[string]int{}, now: time.Now}
 	if f, ok := log.(interface{ Fd() uintptr }); !ok || !term.IsTerminal(int(f.Fd())) {
 		r.deferLines = true
 	}
@@ -154,10 +153,10 @@ func newReporter(log, jsonl io.Writer) *reporter {
 	return r
 }
 
-// setSandbox tells the reporter about the sandbox: the pid of its shim
+// setSandbox tells the Reporter about the sandbox: the pid of its shim
 // (whose own refusals, such as the Landlock canary's, are sbx's and not
 // reported), and the workspace, for the --write hint.
-func (r *reporter) setSandbox(shimPID int, workspace string, write bool) {
+func (r *Reporter) SetSandbox(shimPID int, workspace string, write bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.shimPID, r.workspace, r.readOnly = uint32(shimPID), workspace, !write
@@ -167,7 +166,7 @@ func (r *reporter) setSandbox(shimPID int, workspace string, write bool) {
 // for telling the tracer's EXDEV events apart after the sandbox has gone
 // (see crossMount). Called before the program starts, when the table is
 // final; runs without the tracer (rootless) need not pay for it.
-func (r *reporter) readMounts(shimPID int) {
+func (r *Reporter) ReadMounts(shimPID int) {
 	mounts, err := readMountTable(shimPID)
 	if err != nil {
 		// Only the classification of EXDEV after the run suffers.
@@ -184,11 +183,11 @@ const writeHint = "sbx: the workspace is mounted read-only; run sbx with --write
 
 // violation converts a BPF event; tier is used unless the event names its
 // own (the tracer's do).
-func violation(e events.Event, tier string) gate.Violation {
+func violation(e events.Event, tier string) Violation {
 	if e.Tier != "" {
 		tier = e.Tier
 	}
-	return gate.Violation{
+	return Violation{
 		Time:   e.Time,
 		Pid:    int(e.PID),
 		Comm:   e.Comm,
@@ -199,7 +198,7 @@ func violation(e events.Event, tier string) gate.Violation {
 	}
 }
 
-func (r *reporter) add(v gate.Violation) {
+func (r *Reporter) Add(v Violation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.addLocked(v)
@@ -207,7 +206,7 @@ func (r *reporter) add(v gate.Violation) {
 
 // addHinted reports v with hint (a whole line, or "" for none) in place of
 // netHint's: the proxy and the DNS answerer know better why they refused.
-func (r *reporter) addHinted(v gate.Violation, hint string) {
+func (r *Reporter) AddHinted(v Violation, hint string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.addHintedLocked(v, hint)
@@ -218,7 +217,7 @@ func (r *reporter) addHinted(v gate.Violation, hint string) {
 // reported already: a refusal of the LSM tier
 // is seen by the tracer too when the syscall returns, right after the LSM
 // program's event for the same process and errno.
-func (r *reporter) addEvent(e events.Event, tier string) {
+func (r *Reporter) AddEvent(e events.Event, tier string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e.Op != events.OpSyscall {
@@ -249,7 +248,7 @@ func (r *reporter) addEvent(e events.Event, tier string) {
 		}
 	}
 	v := violation(e, tier)
-	if v.Tier == events.TierLandlock && slices.ContainsFunc(r.masks, func(m string) bool { return within(e.Path, m) }) {
+	if v.Tier == events.TierLandlock && slices.ContainsFunc(r.Masks, func(m string) bool { return within(e.Path, m) }) {
 		v.Tier = TierMask // the mask's mode 0000, not a Landlock rule
 	}
 	if quietSyscall(e) {
@@ -257,7 +256,7 @@ func (r *reporter) addEvent(e events.Event, tier string) {
 		return
 	}
 	r.addLocked(v)
-	if r.readOnly && !r.hinted && !r.silent && e.Errno == unix.EROFS && e.IsWrite() && within(e.Path, r.workspace) {
+	if r.readOnly && !r.hinted && !r.Silent && e.Errno == unix.EROFS && e.IsWrite() && within(e.Path, r.workspace) {
 		r.hinted = true
 		r.emit(writeHint)
 	}
@@ -291,9 +290,9 @@ func quietSyscall(e events.Event) bool {
 
 // addQuietLocked records a routine probe: in --violations and the result
 // like every denial, counted for the summary, but no "sbx: denied" line.
-func (r *reporter) addQuietLocked(v gate.Violation) {
+func (r *Reporter) addQuietLocked(v Violation) {
 	r.quiet++
-	if len(r.kept) < gate.MaxViolations {
+	if len(r.kept) < MaxKept {
 		r.kept = append(r.kept, v)
 	} else {
 		r.dropped++
@@ -306,7 +305,7 @@ func (r *reporter) addQuietLocked(v gate.Violation) {
 // netHint is the line printed once, after the first refused attempt to
 // reach the network that the network wall refused: how to allow it. (The
 // proxy's and the DNS answerer's denials bring their own, see addHinted.)
-func netHint(v gate.Violation, allow egress.Allowlist) string {
+func NetHint(v Violation, allow egress.Allowlist) string {
 	t := safetext.Escape(v.Target)
 	switch {
 	case v.Op == "socket" && strings.HasPrefix(v.Target, "AF_INET"):
@@ -324,7 +323,7 @@ func netHint(v gate.Violation, allow egress.Allowlist) string {
 	return ""
 }
 
-func (r *reporter) addLocked(v gate.Violation) { r.addHintedLocked(v, netHint(v, r.allow)) }
+func (r *Reporter) addLocked(v Violation) { r.addHintedLocked(v, NetHint(v, r.Allow)) }
 
 // allowedTarget reports whether target, an IP:PORT the wall refused, is
 // one an --allow-host rule allows.
@@ -335,15 +334,15 @@ func allowedTarget(target string, allow egress.Allowlist) bool {
 
 // addHintedLocked records v; hint, if any, is printed after v's line
 // unless a network hint was printed already.
-func (r *reporter) addHintedLocked(v gate.Violation, hint string) {
+func (r *Reporter) addHintedLocked(v Violation, hint string) {
 	r.total++
-	if !r.netHinted && !r.silent {
+	if !r.netHinted && !r.Silent {
 		if h := hint; h != "" {
 			r.netHinted = true
 			defer r.emit(h) // after the denial's own line
 		}
 	}
-	if len(r.kept) < gate.MaxViolations {
+	if len(r.kept) < MaxKept {
 		r.kept = append(r.kept, v)
 	} else {
 		r.dropped++
@@ -366,7 +365,7 @@ func (r *reporter) addHintedLocked(v gate.Violation, hint string) {
 	}
 	r.seen[key] = 1
 	r.order = append(r.order, key)
-	if r.log == nil || r.silent || r.printed >= maxViolationLines {
+	if r.log == nil || r.Silent || r.printed >= maxViolationLines {
 		return
 	}
 	r.printed++
@@ -384,14 +383,14 @@ func (r *reporter) addHintedLocked(v gate.Violation, hint string) {
 // were written in the current second: then v is counted for the next
 // dropped record, written before the first record of a later second (or
 // at the end of the run).
-func (r *reporter) writeLocked(v gate.Violation) {
+func (r *Reporter) writeLocked(v Violation) {
 	now := r.now()
 	if now.Sub(r.winStart) >= time.Second {
 		r.flushDropsLocked(now, 0)
 		r.winStart, r.winCount = now, 0
 	}
 	if r.winCount >= violationsPerSecond {
-		r.fileDrops.add(v, now)
+		r.fileDrops.Add(v, now)
 		return
 	}
 	r.winCount++
@@ -400,7 +399,7 @@ func (r *reporter) writeLocked(v gate.Violation) {
 
 // flushDropsLocked writes the dropped record for what was left out of
 // --violations, with lost events of the kernel, if there is any.
-func (r *reporter) flushDropsLocked(now time.Time, lost uint64) {
+func (r *Reporter) flushDropsLocked(now time.Time, lost uint64) {
 	d := r.fileDrops
 	if d.n == 0 && lost == 0 {
 		return
@@ -420,7 +419,7 @@ func (r *reporter) flushDropsLocked(now time.Time, lost uint64) {
 
 // addLost records events of the run's ring that the kernel dropped because
 // the ring was full (a flood read slower than it came).
-func (r *reporter) addLost(n uint64) {
+func (r *Reporter) AddLost(n uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lost += n
@@ -428,7 +427,7 @@ func (r *reporter) addLost(n uint64) {
 
 // emit writes one line to the log now, or at the end of the run (see
 // deferLines).
-func (r *reporter) emit(line string) {
+func (r *Reporter) emit(line string) {
 	if r.log == nil {
 		return
 	}
@@ -442,7 +441,7 @@ func (r *reporter) emit(line string) {
 // finish writes the last dropped record to --violations and prints the
 // summary line: how many denials there were in all, how many distinct,
 // past maxDistinct how many of each kind, and how many were lost.
-func (r *reporter) finish() {
+func (r *Reporter) Finish() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.enc != nil {
@@ -486,19 +485,19 @@ func lostText(n uint64) string {
 }
 
 // violations returns what the run's result reports.
-func (r *reporter) violations() ([]gate.Violation, int) {
+func (r *Reporter) Violations() ([]Violation, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]gate.Violation(nil), r.kept...), r.dropped
+	return append([]Violation(nil), r.kept...), r.dropped
 }
 
 // pump reads events until the reader's deadline passes or it is closed,
 // at most eventsPerSecond, and then adds what the kernel could not queue.
-func (r *reporter) pump(er *events.Reader, tier string, done chan<- struct{}) {
+func (r *Reporter) Pump(er *events.Reader, tier string, done chan<- struct{}) {
 	defer close(done)
 	defer func() {
 		if n, err := er.Dropped(); err == nil && n > 0 {
-			r.addLost(n)
+			r.AddLost(n)
 		}
 	}()
 	canaries := canary.Events
@@ -523,7 +522,7 @@ func (r *reporter) pump(er *events.Reader, tier string, done chan<- struct{}) {
 			canaries--
 			continue
 		}
-		r.addEvent(e, tier)
+		r.AddEvent(e, tier)
 	}
 }
 
@@ -565,7 +564,7 @@ func (b *pumpBudget) wait() {
 }
 
 // drain makes the reader return what is already queued, then stop.
-func drain(er *events.Reader, done <-chan struct{}) {
+func Drain(er *events.Reader, done <-chan struct{}) {
 	_ = er.Flush()
 	select {
 	case <-done:
@@ -575,10 +574,22 @@ func drain(er *events.Reader, done <-chan struct{}) {
 
 // degraded notes that the run's denials cannot be reported (err says why),
 // while its walls hold all the same.
-func (r *reporter) degraded(err error) {
+func (r *Reporter) Degraded(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.log != nil {
 		fmt.Fprintf(r.log, "sbx: warning: this run's denials are enforced but not reported: %v\n", err)
+	}
+}
+
+// HoldLines keeps the "sbx: denied" lines until Finish, written through
+// wrap(log) then (the run's terminal uses it to start them on a line of
+// their own after a full-screen program's last screen).
+func (r *Reporter) HoldLines(wrap func(io.Writer) io.Writer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deferLines = true
+	if r.log != nil {
+		r.log = wrap(r.log)
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"bytes"
@@ -11,11 +11,9 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
-
-	"github.com/sbx-sandbox/sbx/gate"
 )
 
-// fakeClock is a settable reporter clock.
+// fakeClock is a settable Reporter clock.
 type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time          { return c.t }
@@ -61,8 +59,8 @@ func compact(ls []string) []string {
 	return out
 }
 
-func violationN(op, tier string, i int) gate.Violation {
-	return gate.Violation{Op: op, Target: fmt.Sprintf("/usr/f-%d", i), Errno: "EROFS", Tier: tier, Pid: 9, Comm: "flood"}
+func violationN(op, tier string, i int) Violation {
+	return Violation{Op: op, Target: fmt.Sprintf("/usr/f-%d", i), Errno: "EROFS", Tier: tier, Pid: 9, Comm: "flood"}
 }
 
 // TestViolationsFileRate: --violations takes at most violationsPerSecond
@@ -72,54 +70,54 @@ func violationN(op, tier string, i int) gate.Violation {
 func TestViolationsFileRate(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		steps func(r *reporter, c *fakeClock)
+		steps func(r *Reporter, c *fakeClock)
 		want  []string
 	}{
 		{
 			name: "under the rate",
-			steps: func(r *reporter, c *fakeClock) {
+			steps: func(r *Reporter, c *fakeClock) {
 				for i := range violationsPerSecond {
-					r.add(violationN("open", "mount", i))
+					r.Add(violationN("open", "mount", i))
 				}
 			},
 			want: []string{"open x1000"},
 		},
 		{
 			name: "flood then a later second",
-			steps: func(r *reporter, c *fakeClock) {
+			steps: func(r *Reporter, c *fakeClock) {
 				for i := range violationsPerSecond + 500 {
-					r.add(violationN("open", "mount", i))
+					r.Add(violationN("open", "mount", i))
 				}
-				r.add(violationN("mkdir", "landlock", 0))
+				r.Add(violationN("mkdir", "landlock", 0))
 				c.advance(time.Second)
-				r.add(violationN("unlink", "mount", 0))
+				r.Add(violationN("unlink", "mount", 0))
 			},
 			want: []string{"open x1000", "dropped count=501 lost=<nil> kinds=map[mkdir/landlock:1 open/mount:500]", "unlink"},
 		},
 		{
 			name: "flood to the end, with lost events",
-			steps: func(r *reporter, c *fakeClock) {
+			steps: func(r *Reporter, c *fakeClock) {
 				for i := range violationsPerSecond + 3 {
-					r.add(violationN("open", "mount", i))
+					r.Add(violationN("open", "mount", i))
 				}
-				r.addLost(40)
+				r.AddLost(40)
 			},
 			want: []string{"open x1000", "dropped count=43 lost=40 kinds=map[open/mount:3]"},
 		},
 		{
 			name: "lost only",
-			steps: func(r *reporter, c *fakeClock) {
-				r.add(violationN("open", "mount", 0))
-				r.addLost(7)
+			steps: func(r *Reporter, c *fakeClock) {
+				r.Add(violationN("open", "mount", 0))
+				r.AddLost(7)
 			},
 			want: []string{"open", "dropped count=7 lost=7 kinds=<nil>"},
 		},
 		{
 			name: "one dropped record a second at most",
-			steps: func(r *reporter, c *fakeClock) {
+			steps: func(r *Reporter, c *fakeClock) {
 				for s := range 3 {
 					for i := range violationsPerSecond + 10 {
-						r.add(violationN("open", "mount", s*10000+i))
+						r.Add(violationN("open", "mount", s*10000+i))
 					}
 					c.advance(time.Second)
 				}
@@ -130,11 +128,11 @@ func TestViolationsFileRate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var file bytes.Buffer
-			r := newReporter(nil, &file)
+			r := New(nil, &file)
 			c := &fakeClock{t: time.Unix(1000, 0)}
 			r.now = c.now
 			tc.steps(r, c)
-			r.finish()
+			r.Finish()
 			if got := compact(fileLines(t, file.Bytes())); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("--violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
@@ -142,20 +140,20 @@ func TestViolationsFileRate(t *testing.T) {
 	}
 }
 
-// TestReporterDistinctBound: past maxDistinct operations the reporter
+// TestReporterDistinctBound: past maxDistinct operations the Reporter
 // keeps counts by kind, not each operation, and says so at exit.
 func TestReporterDistinctBound(t *testing.T) {
 	var log bytes.Buffer
-	r := newReporter(&log, nil)
+	r := New(&log, nil)
 	for i := range maxDistinct + 300 {
-		r.add(violationN("open", "mount", i))
+		r.Add(violationN("open", "mount", i))
 	}
 	for i := range 20 {
-		r.add(violationN("syscall", "seccomp", i+maxDistinct*2))
+		r.Add(violationN("syscall", "seccomp", i+maxDistinct*2))
 	}
-	r.add(violationN("open", "mount", 5)) // seen before the bound: still told apart
-	r.addLost(9)
-	r.finish()
+	r.Add(violationN("open", "mount", 5)) // seen before the bound: still told apart
+	r.AddLost(9)
+	r.Finish()
 	if len(r.seen) != maxDistinct || len(r.order) != maxDistinct {
 		t.Errorf("%d operations told apart (%d in order), want %d", len(r.seen), len(r.order), maxDistinct)
 	}
