@@ -1,63 +1,17 @@
 package runner
 
 import (
-	"bytes"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/sbx-sandbox/sbx/internal/safetext"
+	"github.com/sbx-sandbox/sbx/discover"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
-// Agents are installed where the sandbox does not look: `npm install -g`
-// under nvm (~/.nvm/versions/node/vX/bin), `npm --prefix`, ~/.local/bin,
-// ~/.bun/bin. Inside, $HOME is the sbx home, so all of these are missing
-// and `sbx run -- pi` would answer 127. Before the run, sbx looks the
-// command up as the sandbox will (PATH, in the directories the sandbox
-// shows); when it is not there but is installed on the host, sbx finds
-// its installation (the prefix that holds the binary, its package and its
-// interpreter: the nvm version directory holds bin/node and
-// lib/node_modules), shows it read-only, puts its bin first on PATH and
-// says so once. A prefix that is the home, contains it, looks like a home
-// (.ssh, .config, ...), holds sbx's own homes or fails the host-path
-// checks of every --ro is never shown: the run goes on and, when the
-// program is not found (127), sbx names where it is on the host and the
-// flag that would show it. Under sudo, whose PATH is its secure_path, the
-// invoking user's PATH is read from the nearest ancestor process of that
-// user, and the well-known places are searched too.
-
-// discovery is what discover found for the command.
-type discovery struct {
-	name   string
-	found  string   // host path of the command (unresolved)
-	show   []string // resolved paths to show read-only
-	bins   []string // directories to put first on the sandbox's PATH
-	refuse string   // why show is not shown ("" when it is)
-	note   string   // what sbx says once the run cannot be refused any more
-}
-
-// writeNote says what discovery showed, if anything.
-func (d *discovery) writeNote(w io.Writer) {
-	if d != nil && d.note != "" {
-		io.WriteString(w, d.note)
-	}
-}
-
-// homeMarkers are entries of a home directory: a prefix that holds one is
-// a home, not an installation.
-var homeMarkers = []string{".ssh", ".gnupg", ".aws", ".config", ".bashrc", ".profile"}
-
-// discover looks o.Args[0] up as the sandbox will and, when it is missing
-// there but installed on the host, shows its installation (appended to
-// o.ro and returned in ro; env's PATH gets its bin first) or prepares the
-// hint printed when the run ends with 127. visible are the host
-// directories the sandbox shows at their own path.
+// discover looks o.Args[0] up as the sandbox will (see package discover):
+// an installation it shows is appended to ro (and o.ro) and env's PATH
+// gets its bin first; the hint for a 127 is kept in o.notFound.
 func (o *Options) discover(env []string, ro []string) ([]string, []string) {
 	name := o.Args[0]
 	// sbx exec (which sets QuietDenials) names its paths in the request
@@ -65,121 +19,33 @@ func (o *Options) discover(env []string, ro []string) ([]string, []string) {
 	if strings.Contains(name, "/") || o.QuietDenials {
 		return env, ro
 	}
-	sboxPath := envValue(env, "PATH")
-	visible := o.visibleRoots(ro)
-	isVisible := func(dir string) bool {
-		for _, v := range visible {
-			if within(dir, v) {
-				return true
+	_, sudo := o.hostLookup("SUDO_UID")
+	res := discover.Find(discover.Query{
+		Name:      name,
+		Env:       env,
+		Visible:   o.visibleRoots(ro),
+		Cred:      o.cred,
+		UID:       o.who.uid,
+		Home:      o.who.home,
+		SbxData:   filepath.Join(o.dataHome(o.who), "sbx"),
+		Sudo:      sudo && os.Geteuid() == 0,
+		PathGiven: o.envFlagSets("PATH"),
+		Off:       o.NoDiscover,
+		CheckShow: func(p string) error {
+			pol, err := newHostPolicy(o.StateDir, o.who.home)
+			if err != nil {
+				return err
 			}
-		}
-		return false
-	}
-	var d *discovery
-	inside := false
-	_ = o.cred.Do(func() error {
-		dirs := filepath.SplitList(sboxPath)
-		for _, dir := range dirs {
-			if filepath.IsAbs(dir) && isVisible(filepath.Clean(dir)) && isExec(filepath.Join(dir, name)) {
-				inside = true
-				return nil
-			}
-		}
-		search := o.hostSearchPath(dirs)
-		found := lookIn(name, search, isVisible)
-		if found == "" {
-			return nil
-		}
-		d = &discovery{name: name, found: found}
-		d.show, d.bins = installOf(found)
-		if len(d.show) == 0 {
-			return nil
-		}
-		show, bin := d.show[0], d.bins[0]
-		// The interpreter of a script must resolve inside too.
-		interp := interpreter(found)
-		switch {
-		case interp == "":
-		case filepath.IsAbs(interp):
-			if !isVisible(interp) && !within(realPath(interp), show) {
-				d.add(installOf(interp))
-			}
-		case isExec(filepath.Join(bin, interp)):
-		default:
-			if lookIn(interp, dirs, func(dir string) bool { return !isVisible(dir) }) != "" {
-				return nil // on the sandbox's PATH, visible
-			}
-			if f := lookIn(interp, search, isVisible); f != "" {
-				d.add(installOf(f))
-			}
-		}
-		return nil
+			return pol.check(hostPath{field: "--ro", path: p})
+		},
 	})
-	if inside {
-		return env, ro
+	o.notFound = res.NotFound
+	if len(res.Show) > 0 {
+		ro = append(ro, res.Show...)
+		o.ro = ro
+		o.discoverNote = res.Note
 	}
-	if d == nil {
-		o.notFound = o.notFoundHint(env)
-		return env, ro
-	}
-	if len(d.show) == 0 {
-		d.refuse = "sbx cannot tell which installation it belongs to"
-	}
-	for _, s := range d.show {
-		if why := o.refuseShow(s); why != "" && d.refuse == "" {
-			d.refuse = why
-		}
-	}
-	o.found = d
-	if d.refuse != "" || o.NoDiscover {
-		o.notFound = o.notFoundHint(env)
-		return env, ro
-	}
-	ro = append(ro, d.show...)
-	o.ro = ro
-	path := strings.Join(append(append([]string{}, d.bins...), sboxPath), ":")
-	env = setEnvValue(env, "PATH", path)
-	d.note = fmt.Sprintf("sbx: %s is not in the sandbox but installed at %s: showing %s read-only, %s first on PATH (--no-discover turns this off)\n",
-		name, d.found, strings.Join(d.show, " and "), strings.Join(d.bins, ":"))
-	return env, ro
-}
-
-// notFoundHint says, after the program ended with 127, where the command
-// was on the host and how to show it, and under sudo what PATH it was
-// looked up on. It is empty when sbx knows nothing useful.
-func (o *Options) notFoundHint(env []string) string {
-	var b strings.Builder
-	if d := o.found; d != nil && (d.refuse != "" || o.NoDiscover) {
-		flags := ""
-		bins := d.bins
-		if d.refuse != "" {
-			// Never advise showing what sbx refused (a home): the
-			// command's own file at most.
-			flags, bins = " --ro "+realPath(d.found), []string{filepath.Dir(d.found)}
-		} else {
-			for _, s := range d.show {
-				flags += " --ro " + s
-			}
-		}
-		if len(bins) > 0 {
-			flags += " --env PATH=" + strings.Join(bins, ":") + ":\"$PATH\""
-		}
-		why := "--no-discover"
-		if d.refuse != "" {
-			why = "sbx does not show it by itself: " + d.refuse
-		}
-		// The name is the argv's, the paths are found in trees a
-		// sandbox may write: escaped.
-		fmt.Fprintf(&b, "sbx: %s is installed on the host at %s, which the sandbox does not show (%s)", safetext.Escape(d.name), safetext.Escape(d.found), safetext.Escape(why))
-		if flags != "" {
-			fmt.Fprintf(&b, "; to show it:%s", safetext.Escape(flags))
-		}
-		b.WriteString("\n")
-	}
-	if _, sudo := o.hostLookup("SUDO_UID"); sudo && os.Geteuid() == 0 && !o.envFlagSets("PATH") {
-		fmt.Fprintf(&b, "sbx: under sudo, PATH is sudo's secure_path (%s), not yours: run sbx with sudo --preserve-env=PATH, or pass yours with --env PATH=\"$PATH\"\n", envValue(env, "PATH"))
-	}
-	return b.String()
+	return res.Env, ro
 }
 
 // envFlagSets reports whether --env names the variable k.
@@ -202,187 +68,4 @@ func (o *Options) visibleRoots(ro []string) []string {
 	out = append(out, o.ws)
 	out = append(out, ro...)
 	return append(out, o.rw...)
-}
-
-// lookIn returns the first dir/name of dirs that is an executable file,
-// skipping relative entries and the directories skip reports.
-func lookIn(name string, dirs []string, skip func(dir string) bool) string {
-	for _, dir := range dirs {
-		if !filepath.IsAbs(dir) || skip(filepath.Clean(dir)) {
-			continue
-		}
-		if p := filepath.Join(dir, name); isExec(p) {
-			return p
-		}
-	}
-	return ""
-}
-
-// isExec reports whether p is a regular file the caller may execute.
-func isExec(p string) bool {
-	var st unix.Stat_t
-	if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return false
-	}
-	return unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS) == nil
-}
-
-// realPath is p with symlinks resolved, or p when that fails.
-func realPath(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	return p
-}
-
-// add adds the paths and bin directories of another installation.
-func (d *discovery) add(show, bins []string) {
-	for _, s := range show {
-		if !slices.Contains(d.show, s) {
-			d.show = append(d.show, s)
-		}
-	}
-	for _, b := range bins {
-		if !slices.Contains(d.bins, b) {
-			d.bins = append(d.bins, b)
-		}
-	}
-}
-
-// installOf returns the installation of the command at found (resolved),
-// to show read-only, and the directories of it to put on PATH:
-//   - a prefix P with found in P/bin and its target inside P, when P is an
-//     npm prefix (P/lib/node_modules: nvm's version directories, npm -g
-//     --prefix, ~/.npm-global), Bun's home (P/install/global), or a Python
-//     venv (P/pyvenv.cfg);
-//   - else the command's own directory, plus the package its symlink
-//     points into (the top of a node_modules package, a venv, or the
-//     target's directory), when that lies elsewhere.
-//
-// Both nil when found cannot be resolved.
-func installOf(found string) (show, bins []string) {
-	real, err := filepath.EvalSymlinks(found)
-	if err != nil {
-		return nil, nil
-	}
-	dir := realPath(filepath.Dir(found))
-	// ~/.local as an npm prefix (prefix=~/.local) also holds every
-	// application's data (~/.local/share): only its bin and the package.
-	if p := filepath.Dir(dir); filepath.Base(dir) == "bin" && filepath.Base(p) != ".local" {
-		marks := []string{"lib/node_modules", "install/global", "pyvenv.cfg"}
-		for _, m := range marks {
-			if _, err := os.Stat(filepath.Join(p, m)); err == nil && within(real, p) {
-				return []string{p}, []string{dir}
-			}
-		}
-	}
-	if within(real, dir) {
-		return []string{dir}, []string{dir}
-	}
-	return []string{dir, packageRoot(real)}, []string{dir}
-}
-
-// packageRoot is the installation real belongs to: the package directory
-// under the last node_modules of its path, the venv holding it, or its
-// directory.
-func packageRoot(real string) string {
-	if i := strings.LastIndex(real, "/node_modules/"); i >= 0 {
-		rest := strings.Split(real[i+len("/node_modules/"):], "/")
-		n := 1
-		if strings.HasPrefix(rest[0], "@") && len(rest) > 2 {
-			n = 2
-		}
-		if len(rest) > n {
-			return real[:i+len("/node_modules/")] + strings.Join(rest[:n], "/")
-		}
-	}
-	for d := filepath.Dir(real); d != "/"; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "pyvenv.cfg")); err == nil {
-			return d
-		}
-	}
-	return filepath.Dir(real)
-}
-
-// interpreter reads the #! line of the file at p: the interpreter's
-// absolute path, or for "#!/usr/bin/env [-S] NAME" the name; "" for none.
-func interpreter(p string) string {
-	// Never blocks (a FIFO on PATH) and reads only a regular file.
-	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	buf := make([]byte, 256)
-	n, _ := io.ReadFull(f, buf)
-	line, _, _ := bytes.Cut(buf[:n], []byte("\n"))
-	rest, ok := bytes.CutPrefix(line, []byte("#!"))
-	if !ok {
-		return ""
-	}
-	fields := strings.Fields(string(rest))
-	if len(fields) == 0 {
-		return ""
-	}
-	if filepath.Base(fields[0]) != "env" {
-		return fields[0]
-	}
-	for _, a := range fields[1:] {
-		if strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
-			continue
-		}
-		return a
-	}
-	return ""
-}
-
-// refuseShow says why the installation at p may not be shown: it is or
-// contains the user's home, looks like a home, holds sbx's homes, or fails
-// the checks of every --ro path. "" when it may.
-func (o *Options) refuseShow(p string) string {
-	home := realPath(o.who.home)
-	if p == "/" || within(home, p) {
-		return p + " is or contains your home directory"
-	}
-	sbxData := realPath(filepath.Join(o.dataHome(o.who), "sbx"))
-	if within(p, sbxData) || within(sbxData, p) {
-		return p + " holds sbx's own homes"
-	}
-	for _, m := range homeMarkers {
-		if _, err := os.Lstat(filepath.Join(p, m)); err == nil {
-			return p + " looks like a home directory (it holds " + m + ")"
-		}
-	}
-	pol, err := newHostPolicy(o.StateDir, o.who.home)
-	if err != nil {
-		return err.Error()
-	}
-	if err := pol.check(hostPath{field: "--ro", path: p}); err != nil {
-		return err.Error()
-	}
-	return ""
-}
-
-// envValue is the value of k in env ("" when unset).
-func envValue(env []string, k string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// setEnvValue sets k in env, in place when it is there.
-func setEnvValue(env []string, k, v string) []string {
-	for i := range env {
-		if strings.HasPrefix(env[i], k+"=") {
-			env[i] = k + "=" + v
-			return env
-		}
-	}
-	return append(env, k+"="+v)
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/sbx-sandbox/sbx/hostfs"
@@ -136,4 +137,12 @@ func (p hostPolicy) check(hp hostPath) error {
 		return refuse("it is "+what+": the program would see all of it (~/.ssh, tokens, other projects)", "pick a project directory")
 	}
 	return nil
+}
+
+// realPath is p with symlinks resolved, or p when that fails.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }

@@ -180,10 +180,10 @@ type Options struct {
 	// limitsNote is why a rootless run's limits are rlimits (set by
 	// rootlessLimits); spec notes it once nothing can refuse the run.
 	limitsNote error
-	// found and notFound are set by discover: the command's host
-	// installation, and what to say if the program is not found (127).
-	found    *discovery
-	notFound string
+	// discoverNote and notFound are set by discover: what it showed, and
+	// what to say if the program is not found (127).
+	discoverNote string
+	notFound     string
 	// rwCopies are the --rw files copied into the run dir (rwfile.go).
 	rwCopies []rwCopy
 	// held are the run's mount sources, by real path, as resolvePaths

@@ -607,7 +607,9 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if t.lsmMissing != nil && t.landlock {
 		writeFileTierNote(o.Log, t.lsmMissing, o.StateDir)
 	}
-	o.found.writeNote(o.Log)
+	if o.discoverNote != "" {
+		io.WriteString(o.Log, o.discoverNote)
+	}
 	if o.forOwner {
 		fmt.Fprintf(o.Log, "sbx: running the program as %s (uid %d), the owner of the workspace, not as root\n", who.name, who.uid)
 	}

@@ -1,4 +1,4 @@
-package runner
+package discover
 
 import (
 	"bufio"
@@ -16,12 +16,12 @@ import (
 // hostSearchPath is where the command is looked for on the host: the
 // sandbox's PATH, under sudo the invoking user's PATH as far as it can be
 // known, then the well-known places of user installations.
-func (o *Options) hostSearchPath(sboxPath []string) []string {
+func (q *Query) hostSearchPath(sboxPath []string) []string {
 	out := append([]string{}, sboxPath...)
-	if _, sudo := o.hostLookup("SUDO_UID"); sudo && os.Geteuid() == 0 {
-		out = append(out, filepath.SplitList(ancestorPath(o.who.uid, "/proc", os.Getppid()))...)
+	if q.Sudo {
+		out = append(out, filepath.SplitList(ancestorPath(q.UID, "/proc", os.Getppid()))...)
 	}
-	return append(out, wellKnownBins(o.who.home)...)
+	return append(out, wellKnownBins(q.Home)...)
 }
 
 // wellKnownBins are the directories user installations put commands in:
