@@ -9,6 +9,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/internal/refuse"
+	"github.com/sbx-sandbox/sbx/invoker"
 	"github.com/sbx-sandbox/sbx/runner"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -41,7 +42,7 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 	// invoking user's rights: under sudo, root's would confirm or resolve
 	// paths the user may not even look up. Run holds them again, as the
 	// user, by descriptor.
-	cred := runner.InvokerCred()
+	cred := invoker.Cred()
 	var checked gate.Checked
 	err := cred.Do(func() error {
 		var err error

@@ -25,14 +25,14 @@ func (o *Options) discover(env []string, ro []string) ([]string, []string) {
 		Env:       env,
 		Visible:   o.visibleRoots(ro),
 		Cred:      o.cred,
-		UID:       o.who.uid,
-		Home:      o.who.home,
+		UID:       o.who.UID,
+		Home:      o.who.Home,
 		SbxData:   filepath.Join(o.dataHome(o.who), "sbx"),
 		Sudo:      sudo && os.Geteuid() == 0,
 		PathGiven: o.envFlagSets("PATH"),
 		Off:       o.NoDiscover,
 		CheckShow: func(p string) error {
-			pol, err := newHostPolicy(o.StateDir, o.who.home)
+			pol, err := newHostPolicy(o.StateDir, o.who.Home)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/invoker"
 )
 
 // sbx versions before the mount points were made as the user (see
@@ -37,8 +38,8 @@ const (
 // link, to the user (by descriptor, see hostfs.Dir.ChownIf) and says so in one
 // line; rootless it prints the command to run. A completed search is
 // recorded in stateDir, keyed by the home's identity, and not repeated.
-func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log io.Writer) {
-	if who.uid == 0 {
+func repairHome(dir string, who invoker.User, cred hostfs.Cred, stateDir string, log io.Writer) {
+	if who.UID == 0 {
 		return
 	}
 	err := cred.Do(func() error {
@@ -51,7 +52,7 @@ func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log 
 		if err != nil {
 			return err
 		}
-		mark := filepath.Join(stateDir, "homes-checked", fmt.Sprintf("%d-%d-%d", who.uid, id.Dev, id.Ino))
+		mark := filepath.Join(stateDir, "homes-checked", fmt.Sprintf("%d-%d-%d", who.UID, id.Dev, id.Ino))
 		if _, err := os.Lstat(mark); err == nil {
 			return nil
 		}
@@ -66,7 +67,7 @@ func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log 
 			// Changing an owner needs root's own rights.
 			_ = hostfs.AsSelf(func() error {
 				for _, rel := range found {
-					ok, err := d.ChownIf(rel, who.uid, who.gid, rootMountPoint)
+					ok, err := d.ChownIf(rel, who.UID, who.GID, rootMountPoint)
 					if err == nil && ok {
 						fixed++
 					}
@@ -77,9 +78,9 @@ func repairHome(dir string, who invoker, cred hostfs.Cred, stateDir string, log 
 		switch {
 		case len(found) == 0:
 		case fixed == len(found):
-			fmt.Fprintf(log, "sbx: gave %d root-owned entries in the sbx home %s (left by an earlier sbx run as root) back to %s\n", fixed, dir, who.name)
+			fmt.Fprintf(log, "sbx: gave %d root-owned entries in the sbx home %s (left by an earlier sbx run as root) back to %s\n", fixed, dir, who.Name)
 		default:
-			fmt.Fprintf(log, "sbx: the sbx home %s holds %d entries owned by root (left by an earlier sbx run as root), which the program cannot change; give them back with: sudo find '%s' -xdev -user 0 \\( -type d -o -type f -links 1 \\) -exec chown -h %d:%d {} +\n", dir, len(found)-fixed, dir, who.uid, who.gid)
+			fmt.Fprintf(log, "sbx: the sbx home %s holds %d entries owned by root (left by an earlier sbx run as root), which the program cannot change; give them back with: sudo find '%s' -xdev -user 0 \\( -type d -o -type f -links 1 \\) -exec chown -h %d:%d {} +\n", dir, len(found)-fixed, dir, who.UID, who.GID)
 			return nil
 		}
 		// A search cut short by its bounds is recorded too when it found

@@ -139,7 +139,7 @@ func (o *Options) holdRest(spec *sandbox.Spec) error {
 		}
 		if slices.Contains(spec.ReadOnly, b.Source) || slices.Contains(spec.ReadWrite, b.Source) {
 			if pol == nil {
-				p, err := newHostPolicy(o.StateDir, o.who.home)
+				p, err := newHostPolicy(o.StateDir, o.who.Home)
 				if err != nil {
 					h.Close()
 					return err

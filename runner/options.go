@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,9 +14,9 @@ import (
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/refuse"
+	"github.com/sbx-sandbox/sbx/invoker"
 	"github.com/sbx-sandbox/sbx/profile"
 	"github.com/sbx-sandbox/sbx/sandbox"
-	"golang.org/x/sys/unix"
 )
 
 // ExitTimeout is the status of a run whose timeout expired, as timeout(1).
@@ -168,10 +166,10 @@ type Options struct {
 	protects []string    // resolved Protect
 	cred     hostfs.Cred // the invoking user's, for host file operations
 	// forOwner: root without sudo runs the program as the workspace's
-	// owner (see workspaceOwner).
+	// owner (see invoker.WorkspaceOwner).
 	forOwner bool
 
-	who      invoker          // filled by resolvePaths
+	who      invoker.User     // filled by resolvePaths
 	tiers    tiers            // filled by spec
 	protect  Protection       // filled by spec: checked once the sandbox is set up
 	allow    egress.Allowlist // filled by spec
@@ -202,9 +200,9 @@ func (o *Options) resolvePaths() error {
 	if Rootless() && os.Geteuid() != os.Getuid() {
 		return errors.New("sbx must not be setuid: run it as yourself (rootless) or with sudo")
 	}
-	who := currentInvoker(o.hostLookup)
+	who := invoker.Current(o.hostLookup)
 	o.who = who
-	o.cred = hostfs.LookupCred(who.uid, who.gid)
+	o.cred = who.Cred()
 	cwd, err := filepath.EvalSymlinks(o.Cwd)
 	if err != nil {
 		return fmt.Errorf("working directory %s: %w", o.Cwd, err)
@@ -222,9 +220,10 @@ func (o *Options) resolvePaths() error {
 	if o.ws, err = hold("workspace", o.Workspace, false, o.Write); err != nil {
 		return err
 	}
-	if owner, ok := o.workspaceOwner(); ok {
+	_, sudo := o.hostLookup("SUDO_UID")
+	if owner, ok := invoker.WorkspaceOwner(o.held[o.ws], sudo); ok {
 		o.who, o.forOwner = owner, true
-		o.cred = hostfs.LookupCred(owner.uid, owner.gid)
+		o.cred = owner.Cred()
 	}
 	o.ro, o.rw = nil, nil
 	for _, p := range o.ReadOnly {
@@ -265,7 +264,7 @@ func (o *Options) resolvePaths() error {
 		if slices.Contains(o.rw, r) {
 			continue // given already (by the command line: open)
 		}
-		if entry, ok := protectedEntryOf(r, o.ws, who.home); ok {
+		if entry, ok := protectedEntryOf(r, o.ws, who.Home); ok {
 			fmt.Fprintf(o.Log, "sbx: keeping %s read-only: a settings file, a profile or the config asks to write %s, and only --rw %s on the command line opens a protected entry\n", entry, r, entry)
 			continue
 		}
@@ -284,7 +283,7 @@ func (o *Options) resolvePaths() error {
 	if err := checkUTF8(o.Args, o.Cwd, paths); err != nil {
 		return err
 	}
-	pol, err := newHostPolicy(o.StateDir, o.who.home)
+	pol, err := newHostPolicy(o.StateDir, o.who.Home)
 	if err != nil {
 		return err
 	}
@@ -320,88 +319,10 @@ func checkUTF8(args []string, cwd string, paths []hostPath) error {
 	return nil
 }
 
-// workspaceOwner returns the user a run started by root without sudo runs
-// as: the owner of the workspace, when that is an ordinary user with a
-// passwd entry and a home of their own. Root does not hand a program uid 0
-// where a user's project is concerned (its files, its home, its sbx home
-// are the user's, and so are the rights of staging and copy-back).
-func (o *Options) workspaceOwner() (invoker, bool) {
-	if os.Geteuid() != 0 {
-		return invoker{}, false
-	}
-	if _, sudo := o.hostLookup("SUDO_UID"); sudo {
-		return invoker{}, false
-	}
-	h, ok := o.held[o.ws]
-	if !ok {
-		return invoker{}, false
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(h.File.Fd()), &st); err != nil || st.Uid == 0 {
-		return invoker{}, false
-	}
-	u, err := user.LookupId(strconv.Itoa(int(st.Uid)))
-	if err != nil || !filepath.IsAbs(u.HomeDir) {
-		return invoker{}, false
-	}
-	var hst unix.Stat_t
-	if err := unix.Stat(u.HomeDir, &hst); err != nil || hst.Uid != st.Uid {
-		return invoker{}, false // no home of their own for the sbx home
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return invoker{uid: uid, gid: gid, name: u.Username, home: u.HomeDir}, true
-}
-
-// invoker is the user a run is for: under sudo, the user who ran sudo.
-type invoker struct {
-	uid, gid int
-	name     string
-	home     string
-}
-
-// InvokerCred is the file-system identity of the user sbx acts for (under
-// sudo, SUDO_UID's, with the passwd entry's groups): what files the user
-// names on the command line are opened with, as a run's host file
-// operations are.
-func InvokerCred() hostfs.Cred {
-	who := currentInvoker(os.LookupEnv)
-	return hostfs.LookupCred(who.uid, who.gid)
-}
-
-// currentInvoker returns the user a run is for, from the process's ids and
-// (as root) sudo's variables; a uid without a passwd entry gets a home
-// under /tmp.
-func currentInvoker(env func(string) (string, bool)) invoker {
-	uidStr, sudo := env("SUDO_UID")
-	if !sudo || os.Getuid() != 0 {
-		uidStr = strconv.Itoa(os.Getuid())
-	}
-	u, err := user.LookupId(uidStr)
-	if err != nil {
-		// A uid without a passwd entry still runs, with a home under /tmp.
-		uid, _ := strconv.Atoi(uidStr)
-		gid := os.Getgid()
-		if g, ok := env("SUDO_GID"); ok && sudo {
-			gid, _ = strconv.Atoi(g)
-		}
-		return invoker{uid: uid, gid: gid, name: uidStr, home: "/tmp"}
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	home := u.HomeDir
-	if !sudo {
-		if h, ok := env("HOME"); ok && filepath.IsAbs(h) {
-			home = filepath.Clean(h)
-		}
-	}
-	return invoker{uid: uid, gid: gid, name: u.Username, home: home}
-}
-
 // cleanEnv builds the program's environment: a few host variables that
 // describe the user's terminal and locale, never credentials, plus what the
 // user asked for with --env.
-func cleanEnv(o *Options, who invoker, homeInside string) ([]string, error) {
+func cleanEnv(o *Options, who invoker.User, homeInside string) ([]string, error) {
 	host := map[string]string{}
 	for _, kv := range o.HostEnv {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -422,8 +343,8 @@ func cleanEnv(o *Options, who invoker, homeInside string) ([]string, error) {
 	}
 	set("PATH", path)
 	set("HOME", homeInside)
-	set("USER", who.name)
-	set("LOGNAME", who.name)
+	set("USER", who.Name)
+	set("LOGNAME", who.Name)
 	for _, kv := range o.HostEnv {
 		k, v, _ := strings.Cut(kv, "=")
 		switch {

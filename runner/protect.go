@@ -175,7 +175,7 @@ type trees struct {
 func (o *Options) protectRun(ws string, ro, rw []string) (Protection, error) {
 	open := slices.DeleteFunc(slices.Clone(rw), func(p string) bool { return slices.Contains(o.policyRW, p) })
 	home := ""
-	if h := o.who.home; filepath.IsAbs(h) && h != "/" {
+	if h := o.who.Home; filepath.IsAbs(h) && h != "/" {
 		if r, err := filepath.EvalSymlinks(h); err == nil {
 			home = r
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
+	"github.com/sbx-sandbox/sbx/invoker"
 	"github.com/sbx-sandbox/sbx/report"
 
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
@@ -472,7 +473,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if err != nil {
 		return nil, nop, err
 	}
-	homeInside := who.home
+	homeInside := who.Home
 	if homeInside == "" || homeInside == "/" || !filepath.IsAbs(homeInside) {
 		homeInside = "/home/sbx"
 	}
@@ -569,8 +570,8 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		Protected:  prot.ReadOnly,
 		Pinned:     prot.Pinned,
 		TmpBytes:   DefaultTmpSize,
-		UID:        who.uid,
-		GID:        who.gid,
+		UID:        who.UID,
+		GID:        who.GID,
 		Limits:     o.Limits,
 		Terminal:   o.Terminal,
 		Umask:      callerUmask(),
@@ -582,7 +583,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	if rootless && cgroup == "" {
 		spec.Limits.CPUs = 0 // no rlimit for CPU bandwidth (see the note)
 	}
-	if who.uid == 0 || who.gid == 0 {
+	if who.UID == 0 || who.GID == 0 {
 		// uid 0 owns root's files without any capability: hide those
 		// only root may read, as file modes hide them from everyone else.
 		// The walk (~2 ms) overlaps the rest of the setup; Run waits for
@@ -611,7 +612,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		io.WriteString(o.Log, o.discoverNote)
 	}
 	if o.forOwner {
-		fmt.Fprintf(o.Log, "sbx: running the program as %s (uid %d), the owner of the workspace, not as root\n", who.name, who.uid)
+		fmt.Fprintf(o.Log, "sbx: running the program as %s (uid %d), the owner of the workspace, not as root\n", who.Name, who.UID)
 	}
 	if rootless && os.Geteuid() == 0 {
 		fmt.Fprintln(o.Log, "sbx: root without CAP_SYS_ADMIN (in a container?): running rootless, in a user namespace with Landlock and seccomp, without the BPF tiers (sbx doctor says what applies)")
@@ -625,7 +626,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 // <hash>, so that what one run plants in its home (a ~/.gitconfig, a .pth)
 // never runs in a run for another workspace; or a throwaway one. An
 // explicit --home was resolved and checked by resolvePaths.
-func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
+func (o *Options) homeDir(who invoker.User, id, ws string) (string, func(), error) {
 	nop := func() {}
 	switch o.Home {
 	case HomeTmp:
@@ -674,10 +675,10 @@ func (o *Options) homeDir(who invoker, id, ws string) (string, func(), error) {
 
 // dataHome is ${XDG_DATA_HOME:-~/.local/share} of the invoking user (under
 // sudo always the user's ~/.local/share: root's environment is not theirs).
-func (o *Options) dataHome(who invoker) string {
+func (o *Options) dataHome(who invoker.User) string {
 	base, ok := o.hostLookup("XDG_DATA_HOME")
 	if _, sudo := o.hostLookup("SUDO_UID"); !ok || !filepath.IsAbs(base) || sudo || o.forOwner {
-		base = filepath.Join(who.home, ".local", "share")
+		base = filepath.Join(who.Home, ".local", "share")
 	}
 	return base
 }
@@ -710,7 +711,7 @@ func WorkspaceHomeName(ws string) string {
 // under sudo they belong to the user and are made only where the user may
 // write), then checks that dir is a real directory of the user's. It
 // reports whether dir itself was created.
-func mkdirAsUser(c hostfs.Cred, who invoker, dir string) (bool, error) {
+func mkdirAsUser(c hostfs.Cred, who invoker.User, dir string) (bool, error) {
 	created := false
 	err := c.Do(func() error {
 		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -728,8 +729,8 @@ func mkdirAsUser(c hostfs.Cred, who invoker, dir string) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != who.uid {
-			return fmt.Errorf("owned by uid %d, not by uid %d", st.Uid, who.uid)
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != who.UID {
+			return fmt.Errorf("owned by uid %d, not by uid %d", st.Uid, who.UID)
 		}
 		return nil
 	})
@@ -771,7 +772,7 @@ func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, e
 	env := func(k string) string { v, _ := o.hostLookup(k); return v }
 	plan, err := stage.Prepare(spec.Args, stage.Options{
 		Cwd:               o.Cwd,
-		HostHome:          o.who.home,
+		HostHome:          o.who.Home,
 		Env:               env,
 		SandboxHome:       spec.Home,
 		SandboxHomeInside: spec.HomeInside,

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/invoker"
 )
 
 func TestCleanEnv(t *testing.T) {
@@ -31,7 +33,7 @@ func TestCleanEnv(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &Options{HostEnv: host, Env: tc.env}
-			got, err := cleanEnv(o, invoker{name: "al"}, "/home/al")
+			got, err := cleanEnv(o, invoker.User{Name: "al"}, "/home/al")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

@@ -66,7 +66,7 @@ func (o *Options) splitRWFiles(rw []string, ws string) (binds, copies []string) 
 			binds = append(binds, p)
 		case o.Write && within(p, ws):
 			// Shown by the workspace itself.
-		case o.who.home != "" && o.who.home != "/" && within(p, realPath(o.who.home)) && p != realPath(o.who.home) &&
+		case o.who.Home != "" && o.who.Home != "/" && within(p, realPath(o.who.Home)) && p != realPath(o.who.Home) &&
 			!within(p, ws) && fi.Size() <= maxRWCopy && !o.mountedElsewhere(p):
 			copies = append(copies, p)
 		default:
@@ -95,7 +95,7 @@ func (o *Options) copyInRW(copies []string, rd *runDir, home, homeInside string)
 		out   []rwCopy
 		binds []sandbox.Bind
 	)
-	userHome := realPath(o.who.home)
+	userHome := realPath(o.who.Home)
 	for i, p := range copies {
 		rel, err := filepath.Rel(userHome, p)
 		if err != nil {
@@ -182,7 +182,7 @@ func emptyStaleCopy(home, rel string, sum [32]byte) bool {
 
 // copyBackRW copies back, after the run, each file the program changed.
 func (o *Options) copyBackRW(copies []rwCopy, rd *runDir, id string) error {
-	return copyBackRW(copies, rd, id, o.cred, realPath(o.who.home), o.Log)
+	return copyBackRW(copies, rd, id, o.cred, realPath(o.who.Home), o.Log)
 }
 
 // copyBackRW copies back each of copies that the program changed, with

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/execrun"
 	"github.com/sbx-sandbox/sbx/gate"
-	"github.com/sbx-sandbox/sbx/runner"
+	"github.com/sbx-sandbox/sbx/invoker"
 )
 
 const execUsageText = `Usage: sbx exec [--request FILE] [--ro-root DIR]... [--allow-stage] < req.json
@@ -85,7 +85,7 @@ func cmdExec(args []string, s streams) int {
 	}
 	var in io.Reader = s.in
 	if reqFile != "" {
-		f, err := openUserFile(runner.InvokerCred(), reqFile, os.O_RDONLY, 0)
+		f, err := openUserFile(invoker.Cred(), reqFile, os.O_RDONLY, 0)
 		if err != nil {
 			return fail(s, fmt.Errorf("exec: --request: %w", err))
 		}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/sbx-sandbox/sbx/runner"
 	"io"
 	"os"
 	"os/exec"
@@ -26,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/runner"
 )
 
 // stateRoot is sbx's state directory: root's default

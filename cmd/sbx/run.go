@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/sbx-sandbox/sbx/invoker"
 	"github.com/sbx-sandbox/sbx/runner"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -161,7 +162,7 @@ func cmdRun(args []string, s streams) int {
 		// With the user's rights, never through a symlink (the file may
 		// lie in the workspace, where an earlier run's program could
 		// have put one in its place).
-		who := runner.InvokerCred()
+		who := invoker.Cred()
 		f, err := openUserFile(who, violations, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if err == nil {
 			createdViolations = f

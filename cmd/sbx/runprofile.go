@@ -14,6 +14,7 @@ import (
 	"github.com/sbx-sandbox/sbx/config"
 	"github.com/sbx-sandbox/sbx/gate"
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/invoker"
 	"github.com/sbx-sandbox/sbx/policysrc"
 	"github.com/sbx-sandbox/sbx/profile"
 	"github.com/sbx-sandbox/sbx/runner"
@@ -59,7 +60,7 @@ type profileEnv struct {
 }
 
 func newProfileEnv(s streams, workspace string) (*profileEnv, error) {
-	e := &profileEnv{s: s, cred: runner.InvokerCred()}
+	e := &profileEnv{s: s, cred: invoker.Cred()}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("working directory: %w", err)
