@@ -82,7 +82,7 @@ func Find(q Query) Result {
 	visible := q.Visible
 	isVisible := func(dir string) bool {
 		for _, v := range visible {
-			if within(dir, v) {
+			if hostfs.Under(dir, v) {
 				return true
 			}
 		}
@@ -114,7 +114,7 @@ func Find(q Query) Result {
 		switch {
 		case interp == "":
 		case filepath.IsAbs(interp):
-			if !isVisible(interp) && !within(realPath(interp), show) {
+			if !isVisible(interp) && !hostfs.Under(realPath(interp), show) {
 				d.add(installOf(interp))
 			}
 		case isExec(filepath.Join(bin, interp)):
@@ -260,12 +260,12 @@ func installOf(found string) (show, bins []string) {
 	if p := filepath.Dir(dir); filepath.Base(dir) == "bin" && filepath.Base(p) != ".local" {
 		marks := []string{"lib/node_modules", "install/global", "pyvenv.cfg"}
 		for _, m := range marks {
-			if _, err := os.Stat(filepath.Join(p, m)); err == nil && within(real, p) {
+			if _, err := os.Stat(filepath.Join(p, m)); err == nil && hostfs.Under(real, p) {
 				return []string{p}, []string{dir}
 			}
 		}
 	}
-	if within(real, dir) {
+	if hostfs.Under(real, dir) {
 		return []string{dir}, []string{dir}
 	}
 	return []string{dir, packageRoot(real)}, []string{dir}
@@ -333,11 +333,11 @@ func interpreter(p string) string {
 // the checks of every --ro path. "" when it may.
 func (q *Query) refuseShow(p string) string {
 	home := realPath(q.Home)
-	if p == "/" || within(home, p) {
+	if p == "/" || hostfs.Under(home, p) {
 		return p + " is or contains your home directory"
 	}
 	sbxData := realPath(q.SbxData)
-	if within(p, sbxData) || within(sbxData, p) {
+	if hostfs.Under(p, sbxData) || hostfs.Under(sbxData, p) {
 		return p + " holds sbx's own homes"
 	}
 	for _, m := range homeMarkers {
@@ -370,13 +370,4 @@ func setEnvValue(env []string, k, v string) []string {
 		}
 	}
 	return append(env, k+"="+v)
-}
-
-// within reports whether p is root or lies below it.
-// (A root may carry a trailing slash; see [hostfs.Within].)
-func within(p, root string) bool {
-	if r := strings.TrimSuffix(root, "/"); r != "" {
-		root = r
-	}
-	return hostfs.Within(p, root)
 }

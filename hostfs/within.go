@@ -12,3 +12,12 @@ func Within(p, root string) bool {
 	}
 	return p == root || strings.HasPrefix(p, root+"/")
 }
+
+// Under is Within for a root that may carry a trailing slash ("/a/" as
+// "/a"; "/" stays "/").
+func Under(p, root string) bool {
+	if r := strings.TrimSuffix(root, "/"); r != "" {
+		root = r
+	}
+	return Within(p, root)
+}

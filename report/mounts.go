@@ -104,7 +104,7 @@ func (t mountTable) of(path string) (uint64, bool) {
 	}
 	path = filepath.Clean(path)
 	for _, m := range t {
-		if within(path, m.dir) {
+		if hostfs.Under(path, m.dir) {
 			return m.id, true
 		}
 	}
@@ -126,13 +126,4 @@ func mountID(pid1 uint32, path string) (uint64, bool) {
 		return 0, false
 	}
 	return st.Mnt_id, true
-}
-
-// within reports whether p is root or lies below it.
-// (A root may carry a trailing slash; see [hostfs.Within].)
-func within(p, root string) bool {
-	if r := strings.TrimSuffix(root, "/"); r != "" {
-		root = r
-	}
-	return hostfs.Within(p, root)
 }

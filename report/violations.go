@@ -20,6 +20,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/canary"
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
 )
 
@@ -248,7 +249,7 @@ func (r *Reporter) AddEvent(e events.Event, tier string) {
 		}
 	}
 	v := violation(e, tier)
-	if v.Tier == events.TierLandlock && slices.ContainsFunc(r.Masks, func(m string) bool { return within(e.Path, m) }) {
+	if v.Tier == events.TierLandlock && slices.ContainsFunc(r.Masks, func(m string) bool { return hostfs.Under(e.Path, m) }) {
 		v.Tier = TierMask // the mask's mode 0000, not a Landlock rule
 	}
 	if quietSyscall(e) {
@@ -256,7 +257,7 @@ func (r *Reporter) AddEvent(e events.Event, tier string) {
 		return
 	}
 	r.addLocked(v)
-	if r.readOnly && !r.hinted && !r.Silent && e.Errno == unix.EROFS && e.IsWrite() && within(e.Path, r.workspace) {
+	if r.readOnly && !r.hinted && !r.Silent && e.Errno == unix.EROFS && e.IsWrite() && hostfs.Under(e.Path, r.workspace) {
 		r.hinted = true
 		r.emit(writeHint)
 	}

@@ -97,11 +97,11 @@ func (p hostPolicy) check(hp hostPath) error {
 	if path == "/" {
 		return refuse("the whole host cannot be mounted into a sandbox", "pick a project directory")
 	}
-	if within(path, p.stateDir) || within(p.stateDir, path) {
+	if hostfs.Under(path, p.stateDir) || hostfs.Under(p.stateDir, path) {
 		return refuse("it is or contains sbx's own state directory "+p.stateDir, "pick a directory outside it")
 	}
 	for _, d := range pseudoDirs {
-		if within(path, d) || within(d, path) {
+		if hostfs.Under(path, d) || hostfs.Under(d, path) {
 			return refuse("it is or contains "+d+", a kernel interface", "pick a directory of ordinary files")
 		}
 	}
@@ -116,20 +116,20 @@ func (p hostPolicy) check(hp hostPath) error {
 		return refuse(fmt.Sprintf("it lies on a kernel pseudo-filesystem (type %#x)", fsType), "pick a directory of ordinary files")
 	}
 	for _, m := range p.mounts {
-		if pseudoFS[m.FSType] && within(m.Mountpoint, path) {
+		if pseudoFS[m.FSType] && hostfs.Under(m.Mountpoint, path) {
 			return refuse("it contains "+m.Mountpoint+", a "+m.FSType+" mount", "pick a directory of ordinary files")
 		}
 	}
 	if hp.writable {
 		for _, d := range systemDirs {
-			if within(path, d) || within(d, path) {
+			if hostfs.Under(path, d) || hostfs.Under(d, path) {
 				return refuse("it is or contains the system directory "+d+", which a sandbox may not write", "mount it read-only, or pick another directory")
 			}
 		}
 	}
 	// A request's ro paths are chosen by a model: held to the workspace's
 	// rule (sbx run's --ro is the user's own choice).
-	if (hp.field == "workspace" || hp.field == "ro") && p.userHome != "" && within(p.userHome, path) {
+	if (hp.field == "workspace" || hp.field == "ro") && p.userHome != "" && hostfs.Under(p.userHome, path) {
 		what := "your home directory"
 		if path != p.userHome {
 			what = "an ancestor of your home directory " + p.userHome

@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/mountsrc"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -47,8 +47,8 @@ import (
 // rootless runs alike, and nothing runs in the sandbox before it passes.
 
 // ErrReplaced is wrapped by the error of a run whose mount sources were
-// replaced between sbx's checks and the sandbox's setup.
-var ErrReplaced = errors.New("replaced while the sandbox was set up")
+// replaced while the sandbox was set up (see mountsrc.ErrReplaced).
+var ErrReplaced = mountsrc.ErrReplaced
 
 // holdPath makes p absolute (against cwd), resolves and opens it once as
 // the invoking user (see hostfs.Cred.Hold), checks that it is an existing
@@ -119,11 +119,11 @@ func (o *Options) holdRest(spec *sandbox.Spec) error {
 		if _, ok := o.held[b.Source]; ok {
 			continue
 		}
-		if _, ok := o.protect.ids[b.Source]; ok {
+		if _, ok := o.protect.ID(b.Source); ok {
 			continue
 		}
 		cred := o.cred
-		if within(b.Source, hostfs.ResolvePrefix(o.StateDir)) || within(b.Source, o.StateDir) {
+		if hostfs.Under(b.Source, hostfs.ResolvePrefix(o.StateDir)) || hostfs.Under(b.Source, o.StateDir) {
 			cred = hostfs.Cred{UID: os.Geteuid(), GID: os.Getegid()}
 		}
 		h, err := cred.Hold(b.Source)
@@ -185,19 +185,19 @@ func (o *Options) verifyMounts(spec *sandbox.Spec, pid int) error {
 	if skipMountCheck() {
 		return nil
 	}
-	var want []expectedFile
+	var want []mountsrc.Expected
 	for _, b := range spec.Binds() {
-		e := expectedFile{path: b.Destination}
+		e := mountsrc.Expected{Path: b.Destination}
 		if h, ok := o.held[b.Source]; ok {
-			e.id = h.ID
-		} else if id, ok := o.protect.ids[b.Source]; ok {
-			e.id = hostfs.FileID{Dev: id.dev, Ino: id.ino}
+			e.ID = h.ID
+		} else if id, ok := o.protect.ID(b.Source); ok {
+			e.ID = id
 		} else {
 			return fmt.Errorf("mount %s: sbx has no identity of its source %s to check it by; not running", b.Destination, b.Source)
 		}
 		want = append(want, e)
 	}
-	if err := checkInRoot(pid, want); err != nil {
+	if err := mountsrc.CheckInRoot(pid, want); err != nil {
 		return err
 	}
 	return o.verifyHidden(spec, pid)
@@ -210,14 +210,14 @@ func (o *Options) verifyMounts(spec *sandbox.Spec, pid int) error {
 // content visible. A masked file must be the run's empty file; a masked
 // directory the root of a tmpfs of mode 0000.
 func (o *Options) verifyHidden(spec *sandbox.Spec, pid int) error {
-	root, err := openRoot(pid)
+	root, err := mountsrc.OpenRoot(pid)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
 	for _, h := range spec.Hidden {
 		if slices.ContainsFunc(spec.Hidden, func(d sandbox.Hidden) bool {
-			return d.Dir && d.Path != h.Path && within(h.Path, d.Path)
+			return d.Dir && d.Path != h.Path && hostfs.Under(h.Path, d.Path)
 		}) {
 			continue // inside a masked directory: that mask hides it
 		}
@@ -246,38 +246,4 @@ func hiddenInPlace(root *os.File, h sandbox.Hidden, file *hostfs.Held) bool {
 	}
 	return sfs.Type == unix.TMPFS_MAGIC && stx.Mode&0o7777 == 0 &&
 		stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
-}
-
-// openRoot opens the root of process pid (a sandbox's PID 1) with O_PATH.
-func openRoot(pid int) (*os.File, error) {
-	root, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("check the sandbox's mounts: %w", err)
-	}
-	return root, nil
-}
-
-// expectedFile is a path inside a sandbox and the file it must be.
-type expectedFile struct {
-	path string
-	id   hostfs.FileID
-}
-
-// checkInRoot checks each path of want inside the root of process pid,
-// without following a symlink at any component (see hostfs.IDInRoot): a
-// path that is missing, a symlink, or another file fails with
-// [ErrReplaced].
-func checkInRoot(pid int, want []expectedFile) error {
-	root, err := openRoot(pid)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	for _, w := range want {
-		// Missing, a symlink (ELOOP) or another file: all are a swap.
-		if id, err := hostfs.IDInRoot(root, w.path); err != nil || id != w.id {
-			return fmt.Errorf("%s in the sandbox is not what sbx found there (%w); not running", w.path, ErrReplaced)
-		}
-	}
-	return nil
 }

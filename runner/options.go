@@ -16,6 +16,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/refuse"
 	"github.com/sbx-sandbox/sbx/invoker"
 	"github.com/sbx-sandbox/sbx/profile"
+	"github.com/sbx-sandbox/sbx/protect"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -84,7 +85,7 @@ type Options struct {
 	ReadOnly, ReadWrite []string
 	// PolicyReadWrite are more writable host paths, asked for by a
 	// settings file, a profile or the config file rather than the command
-	// line: they never open a protected entry (see ProtectedNames), so
+	// line: they never open a protected entry (see protect.ProtectedNames), so
 	// one that is or lies inside a protected entry is left out (said on
 	// Log): the entry stays read-only. The caller resolves them: one
 	// that now resolves to another path (a component was swapped for a
@@ -169,12 +170,12 @@ type Options struct {
 	// owner (see invoker.WorkspaceOwner).
 	forOwner bool
 
-	who      invoker.User     // filled by resolvePaths
-	tiers    tiers            // filled by spec
-	protect  Protection       // filled by spec: checked once the sandbox is set up
-	allow    egress.Allowlist // filled by spec
-	publish  []Publish        // filled by spec
-	rootOnly chan []string    // filled by spec: sandbox.RootOnly of /etc, for uid 0
+	who      invoker.User       // filled by resolvePaths
+	tiers    tiers              // filled by spec
+	protect  protect.Protection // filled by spec: checked once the sandbox is set up
+	allow    egress.Allowlist   // filled by spec
+	publish  []Publish          // filled by spec
+	rootOnly chan []string      // filled by spec: sandbox.RootOnly of /etc, for uid 0
 	// limitsNote is why a rootless run's limits are rlimits (set by
 	// rootlessLimits); spec notes it once nothing can refuse the run.
 	limitsNote error
@@ -264,7 +265,7 @@ func (o *Options) resolvePaths() error {
 		if slices.Contains(o.rw, r) {
 			continue // given already (by the command line: open)
 		}
-		if entry, ok := protectedEntryOf(r, o.ws, who.Home); ok {
+		if entry, ok := protect.EntryOf(r, o.ws, who.Home); ok {
 			fmt.Fprintf(o.Log, "sbx: keeping %s read-only: a settings file, a profile or the config asks to write %s, and only --rw %s on the command line opens a protected entry\n", entry, r, entry)
 			continue
 		}
@@ -384,13 +385,4 @@ func cleanEnv(o *Options, who invoker.User, homeInside string) ([]string, error)
 		out = append(out, k+"="+env[k])
 	}
 	return out, nil
-}
-
-// within reports whether p is root or lies below it.
-// (A root may carry a trailing slash; see [hostfs.Within].)
-func within(p, root string) bool {
-	if r := strings.TrimSuffix(root, "/"); r != "" {
-		root = r
-	}
-	return hostfs.Within(p, root)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/invoker"
+	"github.com/sbx-sandbox/sbx/protect"
 	"github.com/sbx-sandbox/sbx/report"
 
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
@@ -506,24 +507,25 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	// write: with the invoking user's rights, like every other host file
 	// operation on such paths.
 	var (
-		prot   Protection
+		prot   protect.Protection
 		hidden []sandbox.Hidden
 	)
 	err = o.cred.Do(func() error {
 		var err error
-		if prot, err = o.protectRun(ws, ro, rw); err != nil {
+		m := protect.Mounts{WS: ws, Write: o.Write, RO: ro, RW: rw}
+		if prot, err = m.Run(o.policyRW, o.who.Home); err != nil {
 			return err
 		}
-		if err := o.extraProtection(&prot); err != nil {
+		if err := o.mounts().Extra(&prot, o.protects); err != nil {
 			return err
 		}
-		hidden, err = o.hiddenPaths()
+		hidden, err = o.mounts().Hidden(o.masks, o.protects)
 		return err
 	})
 	if err != nil {
 		return nil, nop, err
 	}
-	dropMasked(&prot, hidden)
+	protect.DropMasked(&prot, hidden)
 	home, homeCleanup, err := o.homeDir(who, id, ws)
 	if err != nil {
 		return nil, nop, err
@@ -540,7 +542,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	}
 	var hiddenFile string
 	if slices.ContainsFunc(hidden, func(h sandbox.Hidden) bool { return !h.Dir }) {
-		if hiddenFile, err = maskFile(o.StateDir); err != nil {
+		if hiddenFile, err = protect.MaskFile(o.StateDir); err != nil {
 			cleanup()
 			return nil, nop, err
 		}
@@ -552,7 +554,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		return nil, nop, err
 	}
 	wd := ws
-	if within(cwd, ws) {
+	if hostfs.Under(cwd, ws) {
 		wd = cwd
 	}
 	spec := &sandbox.Spec{

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/invoker"
 )
 
@@ -82,8 +83,8 @@ func TestWithin(t *testing.T) {
 		{"/anything", "/", true},
 		{"/w/a/b", "/w/a/", true}, // a root with a trailing slash
 	} {
-		if got := within(tc.p, tc.root); got != tc.want {
-			t.Errorf("within(%q, %q) = %v, want %v", tc.p, tc.root, got, tc.want)
+		if got := hostfs.Under(tc.p, tc.root); got != tc.want {
+			t.Errorf("hostfs.Under(%q, %q) = %v, want %v", tc.p, tc.root, got, tc.want)
 		}
 	}
 }

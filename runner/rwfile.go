@@ -64,10 +64,10 @@ func (o *Options) splitRWFiles(rw []string, ws string) (binds, copies []string) 
 		switch {
 		case err != nil || fi.IsDir():
 			binds = append(binds, p)
-		case o.Write && within(p, ws):
+		case o.Write && hostfs.Under(p, ws):
 			// Shown by the workspace itself.
-		case o.who.Home != "" && o.who.Home != "/" && within(p, realPath(o.who.Home)) && p != realPath(o.who.Home) &&
-			!within(p, ws) && fi.Size() <= maxRWCopy && !o.mountedElsewhere(p):
+		case o.who.Home != "" && o.who.Home != "/" && hostfs.Under(p, realPath(o.who.Home)) && p != realPath(o.who.Home) &&
+			!hostfs.Under(p, ws) && fi.Size() <= maxRWCopy && !o.mountedElsewhere(p):
 			copies = append(copies, p)
 		default:
 			binds = append(binds, p)
@@ -80,7 +80,7 @@ func (o *Options) splitRWFiles(rw []string, ws string) (binds, copies []string) 
 // directory (which would hide the home's copy).
 func (o *Options) mountedElsewhere(p string) bool {
 	for _, m := range append(append([]string{}, o.ro...), o.rw...) {
-		if m != p && within(p, m) {
+		if m != p && hostfs.Under(p, m) {
 			return true
 		}
 	}

@@ -137,7 +137,7 @@ func (r *run) create() error {
 		return fmt.Errorf("set up sandbox: %w", err)
 	}
 	r.sb = sb
-	if err := o.protect.verify(sb.Pid()); err != nil {
+	if err := o.protect.Verify(sb.Pid()); err != nil {
 		return err
 	}
 	if err := o.verifyMounts(r.spec, sb.Pid()); err != nil {

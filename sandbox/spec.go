@@ -41,7 +41,7 @@ type Spec struct {
 	HomeInside string
 	// Protected are paths inside the writable workspace or a ReadWrite
 	// path, each bind-mounted read-only onto itself (git hooks, rc
-	// files: see runner.ProtectedNames).
+	// files: see protect.ProtectedNames).
 	Protected []string
 	// Pinned are directories inside the writable workspace or a
 	// ReadWrite path, each bind-mounted writable onto itself: a mount

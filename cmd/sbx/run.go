@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sbx-sandbox/sbx/invoker"
+	"github.com/sbx-sandbox/sbx/protect"
 	"github.com/sbx-sandbox/sbx/runner"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -82,7 +83,7 @@ func cmdRun(args []string, s streams) int {
 		netMode     = "loopback"
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "`DIR` directory to work in (default: the current directory); the program starts in the current directory if it lies inside the workspace, else at the workspace root")
-	fs.BoolVar(&o.Write, "write", false, "make the workspace writable, except the entries that run later outside the sandbox, which stay read-only: "+runner.ProtectedList()+" (open one with --rw PATH, e.g. --rw .git to commit from inside)")
+	fs.BoolVar(&o.Write, "write", false, "make the workspace writable, except the entries that run later outside the sandbox, which stay read-only: "+protect.ProtectedList()+" (open one with --rw PATH, e.g. --rw .git to commit from inside)")
 	fs.BoolVar(&o.Write, "w", false, "")
 	fs.Var(&ro, "ro", "`PATH` also show PATH read-only at its own path (repeatable)")
 	fs.Var(&rw, "rw", "`PATH` also show PATH read-write at its own path (repeatable); a single file below your home is copied in and back (so a save by rename works), one in the writable workspace is the workspace's own")

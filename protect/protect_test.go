@@ -1,4 +1,4 @@
-package runner
+package protect
 
 import (
 	"errors"
@@ -340,36 +340,36 @@ func TestProtectPaths(t *testing.T) {
 // TestProtectPathsBounds: a tree too big to search, or with too many
 // entries to protect, fails the run instead of leaving entries unprotected.
 func TestProtectPathsBounds(t *testing.T) {
-	lim := walkLimits{dirs: 100, time: time.Minute, mounts: 10}
+	lim := Limits{Dirs: 100, Time: time.Minute, Mounts: 10}
 	ws := t.TempDir()
-	for i := range lim.mounts/2 + 1 {
+	for i := range lim.Mounts/2 + 1 {
 		if err := os.MkdirAll(filepath.Join(ws, fmt.Sprintf("r%d", i), ".git"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := protectPathsWith(ws, true, nil, nil, lim); err == nil || !strings.Contains(err.Error(), "12 entries and directories above them to protect, more than 10") {
-		t.Errorf("%d nested repositories: err %v, want too many to protect", lim.mounts/2+1, err)
+		t.Errorf("%d nested repositories: err %v, want too many to protect", lim.Mounts/2+1, err)
 	}
 	if _, err := protectPathsWith(ws, false, nil, nil, lim); err != nil {
 		t.Errorf("read-only workspace searched: %v", err)
 	}
 
 	wide := t.TempDir()
-	for i := range lim.dirs - 1 {
+	for i := range lim.Dirs - 1 {
 		if err := os.Mkdir(filepath.Join(wide, fmt.Sprintf("d%d", i)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := protectPathsWith(wide, true, nil, nil, lim); err != nil {
-		t.Errorf("%d directories (the workspace and all below it): %v", lim.dirs, err)
+		t.Errorf("%d directories (the workspace and all below it): %v", lim.Dirs, err)
 	}
 	if err := os.Mkdir(filepath.Join(wide, "one-more"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := protectPathsWith(wide, true, nil, nil, lim); err == nil || !strings.Contains(err.Error(), "more than 100 directories") {
-		t.Errorf("%d directories: err %v, want the walk bound", lim.dirs+1, err)
+		t.Errorf("%d directories: err %v, want the walk bound", lim.Dirs+1, err)
 	}
-	lim.time = 0
+	lim.Time = 0
 	if _, err := protectPathsWith(ws, true, nil, nil, lim); err == nil || !strings.Contains(err.Error(), "took more than 0s") {
 		t.Errorf("walk past its deadline: err %v, want the time bound", err)
 	}
@@ -412,7 +412,7 @@ func TestProtectionVerify(t *testing.T) {
 	if len(pr.ids) != 4 { // lib/repo/.git, .envrc; lib, lib/repo
 		t.Fatalf("ids of %d paths, want 4: %v", len(pr.ids), pr.ids)
 	}
-	if err := pr.verify(os.Getpid()); err != nil {
+	if err := pr.Verify(os.Getpid()); err != nil {
 		t.Fatalf("verify of an untouched tree: %v", err)
 	}
 	lib, other := filepath.Join(ws, "lib"), filepath.Join(ws, "other")
@@ -429,7 +429,7 @@ func TestProtectionVerify(t *testing.T) {
 		if err := swap.in(); err != nil {
 			t.Fatal(err)
 		}
-		if err := pr.verify(os.Getpid()); err == nil || !strings.Contains(err.Error(), lib+" in the sandbox is not what sbx found there") {
+		if err := pr.Verify(os.Getpid()); err == nil || !strings.Contains(err.Error(), lib+" in the sandbox is not what sbx found there") {
 			t.Errorf("verify after %s was replaced by %s: %v", lib, swap.name, err)
 		}
 		if err := swap.undo(); err != nil {
@@ -439,7 +439,7 @@ func TestProtectionVerify(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := pr.verify(os.Getpid()); err != nil {
+	if err := pr.Verify(os.Getpid()); err != nil {
 		t.Errorf("verify after the tree was restored: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package protect
 
 // What git runs hooks from besides a .git directory: the git directory a
 // gitfile names, a common directory, core.hooksPath (see walker.git).

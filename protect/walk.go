@@ -1,4 +1,4 @@
-package runner
+package protect
 
 // The walk for protected entries through the writable trees of a run (see
 // protectPaths).
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,7 +25,7 @@ type walker struct {
 	opened   map[string]bool
 	found    []string
 	dirs     int
-	lim      walkLimits
+	lim      Limits
 	deadline time.Time
 	// buf and ents are readDir's, reused from one directory to the next.
 	buf  []byte
@@ -87,7 +88,7 @@ func (w *walker) homeNames(root, home string) error {
 			return fmt.Errorf("protected paths: %w", err)
 		}
 		for _, m := range matches {
-			if m != root && within(m, root) {
+			if m != root && hostfs.Under(m, root) {
 				if err := w.entry(root, m); err != nil {
 					return err
 				}
@@ -104,12 +105,12 @@ func (w *walker) tree(root string, top bool) error {
 		dir := queue[0]
 		queue = queue[1:]
 		w.dirs++
-		if w.dirs > w.lim.dirs || time.Now().After(w.deadline) {
+		if w.dirs > w.lim.Dirs || time.Now().After(w.deadline) {
 			fix := "run with a narrower --workspace, or without --write"
 			if !top {
 				fix = "show it with --ro instead of --rw, or a narrower --rw path"
 			}
-			return fmt.Errorf("protected paths: the writable trees have more than %d directories, or took more than %s, to search for entries to protect (.git at any depth, ...; stopped in %s); %s", w.lim.dirs, w.lim.time, root, fix)
+			return fmt.Errorf("protected paths: the writable trees have more than %d directories, or took more than %s, to search for entries to protect (.git at any depth, ...; stopped in %s); %s", w.lim.Dirs, w.lim.Time, root, fix)
 		}
 		ents, err := readDir(dir, w.buf, w.ents)
 		if errors.Is(err, unix.EACCES) && unix.Faccessat(unix.AT_FDCWD, dir, unix.X_OK, unix.AT_EACCESS) != nil {
@@ -221,7 +222,7 @@ func (w *walker) entry(root, p string) error {
 	if w.opened[p] || !w.inWritable(p) {
 		return nil // opened, read-only already, or mounted (--ro, --rw)
 	}
-	for d := p; d != root && within(d, root); d = filepath.Dir(d) {
+	for d := p; d != root && hostfs.Under(d, root); d = filepath.Dir(d) {
 		fi, err := os.Lstat(d)
 		if err != nil {
 			return fmt.Errorf("protected paths: %w", err)

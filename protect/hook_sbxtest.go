@@ -1,6 +1,6 @@
 //go:build sbxtest
 
-package runner
+package protect
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package runner
+package protect
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,12 +27,12 @@ import (
 // unmasked would show the file. Names outside these trees (the host's other
 // directories) are not shown in the sandbox and need none. Call it with the
 // invoking user's rights (the workspace is the program's to change).
-func (o *Options) maskLinks(masks []string, lim walkLimits) ([]string, error) {
+func (m Mounts) maskLinks(masks []string, lim Limits) ([]string, error) {
 	masked := map[string]bool{} // every mask, files and directories
 	for _, p := range masks {
 		masked[p] = true
 	}
-	s := &linkSearch{lim: lim, deadline: time.Now().Add(lim.time), buf: make([]byte, 32<<10), masked: masked, wanted: map[fileID]*linkedFile{}, byIno: map[uint64]bool{}, counted: map[string]bool{}}
+	s := &linkSearch{lim: lim, deadline: time.Now().Add(lim.Time), buf: make([]byte, 32<<10), masked: masked, wanted: map[fileID]*linkedFile{}, byIno: map[uint64]bool{}, counted: map[string]bool{}}
 	for _, p := range masks {
 		if err := s.collect(p); err != nil {
 			return nil, err
@@ -55,9 +56,9 @@ func (o *Options) maskLinks(masks []string, lim walkLimits) ([]string, error) {
 			}
 		}
 		slices.Sort(left)
-		return fmt.Errorf("--mask %s: the file has other names (hard links), which its mask does not hide; searching the workspace and the --ro/--rw trees for them read more than %d directories, or took more than %s; mask each name, or narrow --workspace", left[0], lim.dirs, lim.time)
+		return fmt.Errorf("--mask %s: the file has other names (hard links), which its mask does not hide; searching the workspace and the --ro/--rw trees for them read more than %d directories, or took more than %s; mask each name, or narrow --workspace", left[0], lim.Dirs, lim.Time)
 	}
-	for _, root := range o.linkRoots() {
+	for _, root := range m.linkRoots() {
 		err := s.walk(root, func() bool { return pending == 0 }, func(p string, e dirent) {
 			if !s.byIno[e.ino] {
 				return
@@ -93,7 +94,7 @@ type linkedFile struct {
 
 // linkSearch is the state of one maskLinks search.
 type linkSearch struct {
-	lim      walkLimits
+	lim      Limits
 	deadline time.Time
 	dirs     int // directories read so far
 	buf      []byte
@@ -108,7 +109,7 @@ type linkSearch struct {
 // is still within its limits.
 func (s *linkSearch) budget() bool {
 	s.dirs++
-	return s.dirs <= s.lim.dirs && time.Now().Before(s.deadline)
+	return s.dirs <= s.lim.Dirs && time.Now().Before(s.deadline)
 }
 
 // collect records the regular files with more than one name that the mask
@@ -130,7 +131,7 @@ func (s *linkSearch) collect(p string) error {
 			s.add(c, &fst)
 		}
 	}, func() error {
-		return fmt.Errorf("--mask %s: searching the masked directory for files with other names (hard links), which its mask would not hide, read more than %d directories, or took more than %s; mask a smaller directory", p, s.lim.dirs, s.lim.time)
+		return fmt.Errorf("--mask %s: searching the masked directory for files with other names (hard links), which its mask would not hide, read more than %d directories, or took more than %s; mask a smaller directory", p, s.lim.Dirs, s.lim.Time)
 	})
 }
 
@@ -188,9 +189,9 @@ func (s *linkSearch) add(p string, st *unix.Stat_t) {
 
 // linkRoots are the trees maskLinks searches: the workspace and the --ro
 // and --rw directories, none inside another.
-func (o *Options) linkRoots() []string {
+func (m Mounts) linkRoots() []string {
 	var roots []string
-	for _, p := range append(append([]string{o.ws}, o.ro...), o.rw...) {
+	for _, p := range append(append([]string{m.WS}, m.RO...), m.RW...) {
 		var st unix.Stat_t
 		if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			roots = append(roots, p)
@@ -200,7 +201,7 @@ func (o *Options) linkRoots() []string {
 	roots = slices.Compact(roots)
 	var out []string
 	for _, r := range roots {
-		if len(out) > 0 && within(r, out[len(out)-1]) {
+		if len(out) > 0 && hostfs.Under(r, out[len(out)-1]) {
 			continue
 		}
 		out = append(out, r)

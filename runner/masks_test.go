@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/bpf/lsm"
+	"github.com/sbx-sandbox/sbx/protect"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -23,7 +24,7 @@ func TestMaskVisibleAndProtection(t *testing.T) {
 	if err := o.resolveMaskPaths(ws); err != nil {
 		t.Fatal(err)
 	}
-	hidden, err := o.hiddenPaths()
+	hidden, err := o.mounts().Hidden(o.masks, o.protects)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,89 +35,36 @@ func TestMaskVisibleAndProtection(t *testing.T) {
 	if !slices.Equal(hidden, want) {
 		t.Errorf("hiddenPaths = %+v, want %+v (the real home's .ssh is not shown: nothing to mount)", hidden, want)
 	}
-	var prot Protection
-	err = o.extraProtection(&prot)
+	var prot protect.Protection
+	err = o.mounts().Extra(&prot, o.protects)
 	if err == nil || !slices.Contains(o.rw, dir+"/out") {
 		t.Fatalf("extraProtection of a writable root: %v, want an error", err)
 	}
 	o.protects = slices.DeleteFunc(o.protects, func(p string) bool { return p == dir+"/out" })
-	prot = Protection{}
-	if err := o.extraProtection(&prot); err != nil {
+	prot = protect.Protection{}
+	if err := o.mounts().Extra(&prot, o.protects); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(prot.ReadOnly, []string{ws + "/sub/deep/key.pem"}) || !slices.Equal(prot.Pinned, []string{ws + "/sub/deep", ws + "/sub"}) {
 		t.Errorf("protection = ro %q pinned %q; want the key read-only, its directories pinned, the --ro one left alone", prot.ReadOnly, prot.Pinned)
 	}
-	if len(prot.ids) != 3 {
-		t.Errorf("ids = %v, want one per entry (checked in the sandbox by verify)", prot.ids)
+	for _, p := range append(slices.Clone(prot.ReadOnly), prot.Pinned...) {
+		if _, ok := prot.ID(p); !ok {
+			t.Errorf("no id of %s, want one per entry (checked in the sandbox by Verify)", p)
+		}
 	}
 	// Without --write nothing in the workspace needs it.
 	o.Write = false
-	prot = Protection{}
-	if err := o.extraProtection(&prot); err != nil || len(prot.ReadOnly) != 0 {
+	prot = protect.Protection{}
+	if err := o.mounts().Extra(&prot, o.protects); err != nil || len(prot.ReadOnly) != 0 {
 		t.Errorf("read-only workspace: %v %q, want nothing", err, prot.ReadOnly)
 	}
 }
 
-// TestMaskLSMPolicy: the LSM tier's policy refuses each masked path by
-// identity (compiled without privileges; the tier itself cannot load on
-// every test host, see the bpf package's VM tests).
-func TestMaskLSMPolicy(t *testing.T) {
-	ws := t.TempDir()
-	secret := filepath.Join(ws, ".env")
-	if err := os.WriteFile(secret, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	spec := &sandbox.Spec{Workspace: ws, Write: true, Home: t.TempDir(), Hidden: []sandbox.Hidden{{Path: secret}}}
-	p := lsmPolicy(spec, os.Getpid())
-	rules, err := p.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(rules, func(r lsm.FileRule) bool { return r.Path == secret })
-	if i < 0 || !rules[i].Deny || rules[i].Write {
-		t.Fatalf("rules = %+v, want a deny rule for %s", rules, secret)
-	}
-	if j := slices.IndexFunc(rules, func(r lsm.FileRule) bool { return r.Path == ws }); j < 0 || !rules[j].Write || rules[j].Deny {
-		t.Fatalf("rules = %+v, want the workspace read-write", rules)
-	}
-}
-
-func TestMaskFile(t *testing.T) {
-	state := t.TempDir()
-	// A lookalike of the wrong mode is replaced, not trusted.
-	if err := os.WriteFile(filepath.Join(state, maskFileName), []byte("content"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := maskFile(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 || fi.Mode().Perm() != 0 {
-		t.Fatalf("mask file %s: %v %v", p, fi, err)
-	}
-	if p2, err := maskFile(state); err != nil || p2 != p {
-		t.Fatalf("second maskFile = %s, %v", p2, err)
-	}
-}
-
-func TestDropMasked(t *testing.T) {
-	prot := Protection{
-		ReadOnly: []string{"/ws/sub/.git", "/ws/.git", "/ws/.env"},
-		Pinned:   []string{"/ws/sub", "/ws/subway"},
-		ids:      map[string]fileID{"/ws/sub/.git": {}, "/ws/.git": {}, "/ws/.env": {}, "/ws/sub": {}, "/ws/subway": {}},
-	}
-	dropMasked(&prot, []sandbox.Hidden{{Path: "/ws/sub", Dir: true}, {Path: "/ws/.env"}})
-	if !slices.Equal(prot.ReadOnly, []string{"/ws/.git"}) || !slices.Equal(prot.Pinned, []string{"/ws/subway"}) || len(prot.ids) != 2 {
-		t.Errorf("after the masks: %+v", prot)
-	}
-}
-
 func TestMaskBound(t *testing.T) {
-	o := &Options{Masks: make([]string, maxMasks+1)}
+	o := &Options{Masks: make([]string, protect.MaxMasks+1)}
 	if err := o.resolveMaskPaths("/"); err == nil || !strings.Contains(err.Error(), "more than 512") {
-		t.Fatalf("%d masks: %v, want refused", maxMasks+1, err)
+		t.Fatalf("%d masks: %v, want refused", protect.MaxMasks+1, err)
 	}
 }
 
@@ -145,7 +93,7 @@ func TestMaskDirLinks(t *testing.T) {
 	if err := o.resolveMaskPaths(ws); err != nil {
 		t.Fatal(err)
 	}
-	hidden, err := o.hiddenPaths()
+	hidden, err := o.mounts().Hidden(o.masks, o.protects)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +101,7 @@ func TestMaskDirLinks(t *testing.T) {
 	if !slices.Equal(hidden, want) {
 		t.Errorf("hiddenPaths = %+v\nwant %+v", hidden, want)
 	}
-	if _, err := o.hiddenPathsWith(walkLimits{dirs: 1, time: time.Minute}); err == nil || !strings.Contains(err.Error(), "masked directory") {
+	if _, err := o.mounts().HiddenWith(o.masks, o.protects, protect.Limits{Dirs: 1, Time: time.Minute}); err == nil || !strings.Contains(err.Error(), "masked directory") {
 		t.Errorf("a masked directory over the limits: %v, want a refusal", err)
 	}
 	// The control: without links leaving the masks nothing is added.
@@ -162,7 +110,7 @@ func TestMaskDirLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if hidden, err := o.hiddenPaths(); err != nil || len(hidden) != 2 {
+	if hidden, err := o.mounts().Hidden(o.masks, o.protects); err != nil || len(hidden) != 2 {
 		t.Errorf("without links: %+v %v, want the two masks", hidden, err)
 	}
 }
@@ -188,7 +136,7 @@ func TestMaskLinks(t *testing.T) {
 	if err := o.resolveMaskPaths(ws); err != nil {
 		t.Fatal(err)
 	}
-	hidden, err := o.hiddenPaths()
+	hidden, err := o.mounts().Hidden(o.masks, o.protects)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,13 +150,65 @@ func TestMaskLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if hidden, err := o.hiddenPaths(); err != nil || len(hidden) != 3 {
+	if hidden, err := o.mounts().Hidden(o.masks, o.protects); err != nil || len(hidden) != 3 {
 		t.Errorf("without links: %+v %v, want the three masks", hidden, err)
 	}
 	if err := os.Link(ws+"/.env", ws+"/sub/deep/env-link"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.hiddenPathsWith(walkLimits{dirs: 1, time: time.Minute}); err == nil || !strings.Contains(err.Error(), "other names (hard links)") {
+	if _, err := o.mounts().HiddenWith(o.masks, o.protects, protect.Limits{Dirs: 1, Time: time.Minute}); err == nil || !strings.Contains(err.Error(), "other names (hard links)") {
 		t.Errorf("a search over its limits: %v, want a refusal", err)
+	}
+}
+
+// tree builds a workspace from specs: "d/" a directory, "f" an empty
+// file, "f=TEXT" a file with TEXT, "l->TARGET" a symlink.
+func tree(t *testing.T, specs ...string) string {
+	t.Helper()
+	ws := t.TempDir()
+	for _, s := range specs {
+		name, target, link := strings.Cut(s, "->")
+		name, text, _ := strings.Cut(name, "=")
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		switch {
+		case link:
+			err = os.Symlink(target, p)
+		case strings.HasSuffix(name, "/"):
+			err = os.MkdirAll(p, 0o755)
+		default:
+			err = os.WriteFile(p, []byte(text), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ws
+}
+
+// TestMaskLSMPolicy: the LSM tier's policy refuses each masked path by
+// identity (compiled without privileges; the tier itself cannot load on
+// every test host, see the bpf package's VM tests).
+func TestMaskLSMPolicy(t *testing.T) {
+	ws := t.TempDir()
+	secret := filepath.Join(ws, ".env")
+	if err := os.WriteFile(secret, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := &sandbox.Spec{Workspace: ws, Write: true, Home: t.TempDir(), Hidden: []sandbox.Hidden{{Path: secret}}}
+	p := lsmPolicy(spec, os.Getpid())
+	rules, err := p.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(rules, func(r lsm.FileRule) bool { return r.Path == secret })
+	if i < 0 || !rules[i].Deny || rules[i].Write {
+		t.Fatalf("rules = %+v, want a deny rule for %s", rules, secret)
+	}
+	if j := slices.IndexFunc(rules, func(r lsm.FileRule) bool { return r.Path == ws }); j < 0 || !rules[j].Write || rules[j].Deny {
+		t.Fatalf("rules = %+v, want the workspace read-write", rules)
 	}
 }

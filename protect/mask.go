@@ -1,11 +1,10 @@
-package runner
+package protect
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/sandbox"
@@ -35,79 +34,57 @@ import (
 // --ro/--rw paths and the system directories; the real home is never
 // shown) has nothing to hide and mounts nothing.
 
-// maskFileName is the empty file, mode 0000, in the state dir that masked
+// MaskFileName is the empty file, mode 0000, in the state dir that masked
 // files show.
-const maskFileName = "mask-empty"
+const MaskFileName = "mask-empty"
 
-// maxMasks bounds the masks and extra protected paths of a run: each is a
+// MaxMasks bounds the masks and extra protected paths of a run: each is a
 // mount, and a settings file's glob could name thousands.
-const maxMasks = 512
+const MaxMasks = 512
 
-// resolveMaskPaths resolves Masks and Protect (symlinks evaluated, each
-// must exist). It writes nothing.
-func (o *Options) resolveMaskPaths(cwd string) error {
-	o.masks, o.protects = nil, nil
-	if n := len(o.Masks) + len(o.Protect); n > maxMasks {
-		return fmt.Errorf("%d paths to mask or protect: more than %d (each is a mount); name directories instead of their files", n, maxMasks)
-	}
-	for _, set := range []struct {
-		flag string
-		in   []string
-		out  *[]string
-	}{{"--mask", o.Masks, &o.masks}, {"--settings denyWrite", o.Protect, &o.protects}} {
-		for _, p := range set.in {
-			h, err := o.holdPath(set.flag, p, cwd, true)
-			if err != nil {
-				return err
-			}
-			r := h.Path
-			if !utf8.ValidString(r) {
-				return fmt.Errorf("%s %q is not valid UTF-8", set.flag, r)
-			}
-			if r == "/" {
-				return fmt.Errorf("%s /: cannot hide the whole root (run nothing instead)", set.flag)
-			}
-			if !slices.Contains(*set.out, r) {
-				*set.out = append(*set.out, r)
-			}
-		}
-	}
-	return nil
+// Mounts are a run's host paths as the sandbox mounts them: the
+// workspace (writable under --write), the --ro and the --rw paths, all
+// resolved.
+type Mounts struct {
+	WS     string
+	Write  bool
+	RO, RW []string
 }
 
 // visible reports whether host path p is shown in the sandbox at its own
 // path: inside the workspace, an --ro or --rw path, or a system directory.
-func (o *Options) visible(p string) bool {
-	if within(p, o.ws) {
+func (m Mounts) visible(p string) bool {
+	if hostfs.Under(p, m.WS) {
 		return true
 	}
-	for _, r := range append(slices.Clone(o.ro), o.rw...) {
-		if within(p, r) {
+	for _, r := range append(slices.Clone(m.RO), m.RW...) {
+		if hostfs.Under(p, r) {
 			return true
 		}
 	}
 	for _, e := range sandbox.HostLayout() {
-		if e.Dir && within(p, e.Path) {
+		if e.Dir && hostfs.Under(p, e.Path) {
 			return true
 		}
 	}
 	return false
 }
 
-// hiddenPaths returns the masks the sandbox shows (see visible), with
-// whether each is a directory.
-func (o *Options) hiddenPaths() ([]sandbox.Hidden, error) {
-	return o.hiddenPathsWith(defaultWalkLimits)
+// Hidden returns the masks (resolved --mask paths) the sandbox shows (see
+// visible), with whether each is a directory; protects (resolved
+// --settings denyWrite paths) count towards MaxMasks.
+func (m Mounts) Hidden(masks, protects []string) ([]sandbox.Hidden, error) {
+	return m.HiddenWith(masks, protects, DefaultLimits)
 }
 
-// hiddenPathsWith is hiddenPaths with the link search's limits: each
-// visible mask, then every other name of a masked file in the trees the
-// sandbox shows (maskLinks).
-func (o *Options) hiddenPathsWith(lim walkLimits) ([]sandbox.Hidden, error) {
+// HiddenWith is Hidden with the link search's limits: each visible mask,
+// then every other name of a masked file in the trees the sandbox shows
+// (maskLinks).
+func (m Mounts) HiddenWith(masks, protects []string, lim Limits) ([]sandbox.Hidden, error) {
 	var out []sandbox.Hidden
 	var shown []string
-	for _, p := range o.masks {
-		if !o.visible(p) {
+	for _, p := range masks {
+		if !m.visible(p) {
 			continue
 		}
 		fi, err := os.Stat(p)
@@ -117,12 +94,12 @@ func (o *Options) hiddenPathsWith(lim walkLimits) ([]sandbox.Hidden, error) {
 		out = append(out, sandbox.Hidden{Path: p, Dir: fi.IsDir()})
 		shown = append(shown, p)
 	}
-	links, err := o.maskLinks(shown, lim)
+	links, err := m.maskLinks(shown, lim)
 	if err != nil {
 		return nil, err
 	}
-	if n := len(o.masks) + len(o.protects) + len(links); n > maxMasks {
-		return nil, fmt.Errorf("--mask: %d paths to mask or protect with the other names of masked files: more than %d (each is a mount)", n, maxMasks)
+	if n := len(masks) + len(protects) + len(links); n > MaxMasks {
+		return nil, fmt.Errorf("--mask: %d paths to mask or protect with the other names of masked files: more than %d (each is a mount)", n, MaxMasks)
 	}
 	for _, p := range links {
 		out = append(out, sandbox.Hidden{Path: p})
@@ -132,39 +109,39 @@ func (o *Options) hiddenPathsWith(lim walkLimits) ([]sandbox.Hidden, error) {
 
 // writableRoot returns the writable tree (the workspace under --write, or
 // an --rw directory) that p lies strictly inside, if any.
-func (o *Options) writableRoot(p string) (string, bool) {
-	roots := slices.Clone(o.rw)
-	if o.Write {
-		roots = append(roots, o.ws)
+func (m Mounts) writableRoot(p string) (string, bool) {
+	roots := slices.Clone(m.RW)
+	if m.Write {
+		roots = append(roots, m.WS)
 	}
 	best := ""
 	for _, r := range roots {
-		if p != r && within(p, r) && len(r) > len(best) {
+		if p != r && hostfs.Under(p, r) && len(r) > len(best) {
 			best = r
 		}
 	}
 	// A read-only mount nearer to p than the writable root keeps it
 	// read-only already.
-	for _, r := range o.ro {
-		if within(p, r) && len(r) > len(best) {
+	for _, r := range m.RO {
+		if hostfs.Under(p, r) && len(r) > len(best) {
 			return "", false
 		}
 	}
 	return best, best != ""
 }
 
-// extraProtection adds the Protect paths that lie in writable trees to
-// prot: each read-only, the directories between it and its tree pinned
+// Extra adds the protects (resolved --settings denyWrite paths) that lie
+// in writable trees to prot: each read-only, the directories between it and its tree pinned
 // (so that they cannot be renamed away and rebuilt without it). A path
 // that is a writable root itself is refused: open it read-only instead.
-func (o *Options) extraProtection(prot *Protection) error {
-	for _, p := range o.protects {
-		for _, r := range o.rw {
+func (m Mounts) Extra(prot *Protection, protects []string) error {
+	for _, p := range protects {
+		for _, r := range m.RW {
 			if p == r {
 				return fmt.Errorf("--settings denyWrite %s: it is also a writable path (allowWrite, --rw); drop one of them", p)
 			}
 		}
-		root, ok := o.writableRoot(p)
+		root, ok := m.writableRoot(p)
 		if !ok {
 			continue // read-only or not shown already
 		}
@@ -186,7 +163,7 @@ func (o *Options) extraProtection(prot *Protection) error {
 		if err := add(&prot.ReadOnly, p); err != nil {
 			return err
 		}
-		for d := filepath.Dir(p); d != root && within(d, root); d = filepath.Dir(d) {
+		for d := filepath.Dir(p); d != root && hostfs.Under(d, root); d = filepath.Dir(d) {
 			if err := add(&prot.Pinned, d); err != nil {
 				return err
 			}
@@ -198,8 +175,8 @@ func (o *Options) extraProtection(prot *Protection) error {
 // maskFile returns the state dir's empty file of mode 0000, creating it
 // when missing (never following a symlink). A file there of another kind,
 // size or mode is replaced.
-func maskFile(stateDir string) (string, error) {
-	path := filepath.Join(stateDir, maskFileName)
+func MaskFile(stateDir string) (string, error) {
+	path := filepath.Join(stateDir, MaskFileName)
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 && fi.Mode().Perm() == 0 {
 		return path, nil
 	}
@@ -211,7 +188,7 @@ func maskFile(stateDir string) (string, error) {
 		return "", fmt.Errorf("mask file: %w", err)
 	}
 	defer dir.Close()
-	tmp := maskFileName + ".tmp-" + fmt.Sprint(os.Getpid())
+	tmp := MaskFileName + ".tmp-" + fmt.Sprint(os.Getpid())
 	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0)
 	if err == nil {
 		err = f.Chmod(0)
@@ -220,7 +197,7 @@ func maskFile(stateDir string) (string, error) {
 		}
 	}
 	if err == nil {
-		err = dir.Rename(tmp, maskFileName)
+		err = dir.Rename(tmp, MaskFileName)
 	}
 	if err != nil {
 		_ = dir.Remove(tmp)
@@ -233,9 +210,9 @@ func maskFile(stateDir string) (string, error) {
 // read-only tmpfs of mode 0000 over everything below it, stricter than a
 // protected entry, and what it covers cannot be checked in the sandbox
 // (see Protection.verify) nor needs to be.
-func dropMasked(prot *Protection, hidden []sandbox.Hidden) {
+func DropMasked(prot *Protection, hidden []sandbox.Hidden) {
 	covered := func(p string) bool {
-		return slices.ContainsFunc(hidden, func(h sandbox.Hidden) bool { return p == h.Path || h.Dir && within(p, h.Path) })
+		return slices.ContainsFunc(hidden, func(h sandbox.Hidden) bool { return p == h.Path || h.Dir && hostfs.Under(p, h.Path) })
 	}
 	for _, list := range []*[]string{&prot.ReadOnly, &prot.Pinned} {
 		*list = slices.DeleteFunc(*list, func(p string) bool {

@@ -1,6 +1,6 @@
 //go:build !sbxtest
 
-package runner
+package protect
 
 // afterProtectWalk does nothing outside test builds (see
 // protect_hook_sbxtest.go).

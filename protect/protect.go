@@ -1,4 +1,4 @@
-package runner
+package protect
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/mountsrc"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,7 +53,7 @@ var ProtectedNames = []protectedName{
 	{".zlogin", false}, {".config/fish", false}, {".config/sbx", false},
 }
 
-// walkLimits bound the walk that looks for protected entries. The walk
+// Limits bound the walk that looks for protected entries. The walk
 // reads every directory of the writable trees once (getdents only; it
 // stats the few entries whose names match), skipping the inside of what
 // it protects and of node_modules (see prunedDirs). A tree too big for
@@ -60,18 +61,18 @@ var ProtectedNames = []protectedName{
 // nobody looked for: skipping the rest silently would leave a nested .git
 // writable, and making the rest read-only would break the run in a way
 // the user cannot see coming.
-type walkLimits struct {
-	// dirs bounds the directories the walk reads.
-	dirs int
-	// time bounds the walk's duration (a slow or network filesystem).
-	time time.Duration
-	// mounts bounds the mounts the protection adds (entries and pinned
+type Limits struct {
+	// Dirs bounds the directories the walk reads.
+	Dirs int
+	// Time bounds the walk's duration (a slow or network filesystem).
+	Time time.Duration
+	// Mounts bounds the mounts the protection adds (entries and pinned
 	// ancestors): each costs the sandbox's setup time.
-	mounts int
+	Mounts int
 }
 
-// defaultWalkLimits are the limits of every run.
-var defaultWalkLimits = walkLimits{dirs: 50000, time: 3 * time.Second, mounts: 512}
+// DefaultLimits are the limits of every run.
+var DefaultLimits = Limits{Dirs: 50000, Time: 3 * time.Second, Mounts: 512}
 
 // anyDepthNames maps the first component of each name of ProtectedNames
 // that is looked up at any depth to the rest of each such name ("" for a
@@ -118,6 +119,13 @@ type Protection struct {
 // fileID identifies a file: its device and inode.
 type fileID struct{ dev, ino uint64 }
 
+// ID returns the identity the walk found for path, one of ReadOnly or
+// Pinned.
+func (pr Protection) ID(path string) (hostfs.FileID, bool) {
+	id, ok := pr.ids[path]
+	return hostfs.FileID{Dev: id.dev, Ino: id.ino}, ok
+}
+
 // ErrProtectedSymlink is wrapped by the error for a protected entry that is
 // a symlink (see protectPaths).
 var ErrProtectedSymlink = errors.New("protected entry is a symlink")
@@ -147,11 +155,11 @@ var ErrProtectedSymlink = errors.New("protected entry is a symlink")
 // would take a helper outside libcontainer's setup, which sbx does not
 // have. Refusing, with the fix named, fails closed.
 func protectPaths(ws string, write bool, ro, rw []string) (Protection, error) {
-	return protectPathsWith(ws, write, ro, rw, defaultWalkLimits)
+	return protectPathsWith(ws, write, ro, rw, DefaultLimits)
 }
 
 // protectPathsWith is protectPaths with the walk's limits.
-func protectPathsWith(ws string, write bool, ro, rw []string, lim walkLimits) (Protection, error) {
+func protectPathsWith(ws string, write bool, ro, rw []string, lim Limits) (Protection, error) {
 	return protectTrees(trees{ws: ws, write: write, ro: ro, rw: rw, open: rw}, lim)
 }
 
@@ -169,24 +177,25 @@ type trees struct {
 	home string
 }
 
-// protectRun is protectPaths for o's run: only the command line's --rw
-// paths open a protected entry, and the home's names are looked for in
-// the invoking user's home too.
-func (o *Options) protectRun(ws string, ro, rw []string) (Protection, error) {
-	open := slices.DeleteFunc(slices.Clone(rw), func(p string) bool { return slices.Contains(o.policyRW, p) })
+// Run is protectPaths for a run's mounts m: only the command line's --rw
+// paths open a protected entry (not policyRW, those of a settings file, a
+// profile or the config), and the home's names are looked for in the
+// invoking user's home too.
+func (m Mounts) Run(policyRW []string, userHome string) (Protection, error) {
+	open := slices.DeleteFunc(slices.Clone(m.RW), func(p string) bool { return slices.Contains(policyRW, p) })
 	home := ""
-	if h := o.who.Home; filepath.IsAbs(h) && h != "/" {
+	if h := userHome; filepath.IsAbs(h) && h != "/" {
 		if r, err := filepath.EvalSymlinks(h); err == nil {
 			home = r
 		}
 	}
-	return protectTrees(trees{ws: ws, write: o.Write, ro: ro, rw: rw, open: open, home: home}, defaultWalkLimits)
+	return protectTrees(trees{ws: m.WS, write: m.Write, ro: m.RO, rw: m.RW, open: open, home: home}, DefaultLimits)
 }
 
 // protectTrees is protectPaths with what opens an entry and the limits.
-func protectTrees(t trees, lim walkLimits) (Protection, error) {
+func protectTrees(t trees, lim Limits) (Protection, error) {
 	ws := t.ws
-	w := &walker{mounts: map[string]bool{ws: t.write}, opened: map[string]bool{}, lim: lim, deadline: time.Now().Add(lim.time), buf: make([]byte, 32<<10)}
+	w := &walker{mounts: map[string]bool{ws: t.write}, opened: map[string]bool{}, lim: lim, deadline: time.Now().Add(lim.Time), buf: make([]byte, 32<<10)}
 	// The order of sandbox.Spec.Config: at the same path an --rw mount
 	// lies over an --ro one, and both over the workspace.
 	for _, p := range t.ro {
@@ -209,7 +218,7 @@ func protectTrees(t trees, lim walkLimits) (Protection, error) {
 		if err := w.walk(root, root == ws); err != nil {
 			return Protection{}, err
 		}
-		if t.home != "" && t.home != ws && (within(t.home, root) || within(root, t.home)) {
+		if t.home != "" && t.home != ws && (hostfs.Under(t.home, root) || hostfs.Under(root, t.home)) {
 			if err := w.homeNames(root, t.home); err != nil {
 				return Protection{}, err
 			}
@@ -228,7 +237,7 @@ func (w *walker) result() (Protection, error) {
 	slices.Sort(w.found)
 	w.found = slices.Compact(w.found)
 	for _, p := range w.found {
-		if n := len(pr.ReadOnly); n > 0 && within(p, pr.ReadOnly[n-1]) {
+		if n := len(pr.ReadOnly); n > 0 && hostfs.Under(p, pr.ReadOnly[n-1]) {
 			continue
 		}
 		pr.ReadOnly = append(pr.ReadOnly, p)
@@ -249,13 +258,13 @@ func (w *walker) result() (Protection, error) {
 		}
 	}
 	for d := range pinned {
-		if !slices.ContainsFunc(pr.ReadOnly, func(e string) bool { return within(d, e) }) {
+		if !slices.ContainsFunc(pr.ReadOnly, func(e string) bool { return hostfs.Under(d, e) }) {
 			pr.Pinned = append(pr.Pinned, d)
 		}
 	}
 	slices.Sort(pr.Pinned)
-	if n := len(pr.ReadOnly) + len(pr.Pinned); n > w.lim.mounts {
-		return Protection{}, fmt.Errorf("protected paths: %d entries and directories above them to protect, more than %d; run with a narrower --workspace, or without --write", n, w.lim.mounts)
+	if n := len(pr.ReadOnly) + len(pr.Pinned); n > w.lim.Mounts {
+		return Protection{}, fmt.Errorf("protected paths: %d entries and directories above them to protect, more than %d; run with a narrower --workspace, or without --write", n, w.lim.Mounts)
 	}
 	pr.ids = map[string]fileID{}
 	for _, p := range slices.Concat(pr.ReadOnly, pr.Pinned) {
@@ -282,13 +291,13 @@ func (w *walker) result() (Protection, error) {
 // run ends before the program starts. The lookup follows no symlink at
 // any component (a lookup by name through /proc/PID/root would follow
 // one relative to the host's root).
-func (pr Protection) verify(pid int) error {
-	var want []expectedFile
+func (pr Protection) Verify(pid int) error {
+	var want []mountsrc.Expected
 	for _, p := range slices.Sorted(maps.Keys(pr.ids)) {
 		id := pr.ids[p]
-		want = append(want, expectedFile{path: p, id: hostfs.FileID{Dev: id.dev, Ino: id.ino}})
+		want = append(want, mountsrc.Expected{Path: p, ID: hostfs.FileID{Dev: id.dev, Ino: id.ino}})
 	}
-	if err := checkInRoot(pid, want); err != nil {
+	if err := mountsrc.CheckInRoot(pid, want); err != nil {
 		return fmt.Errorf("protected paths: %w", err)
 	}
 	return nil
@@ -297,7 +306,7 @@ func (pr Protection) verify(pid int) error {
 // protectedEntryOf returns the protected entry that the resolved path p
 // is or lies inside, by name: a component named as an entry protected at
 // any depth, or, below the workspace ws or the home, a name of a home.
-func protectedEntryOf(p, ws, home string) (string, bool) {
+func EntryOf(p, ws, home string) (string, bool) {
 	for d := p; d != "/" && d != "."; d = filepath.Dir(d) {
 		for _, n := range ProtectedNames {
 			if n.anyDepth && strings.HasSuffix(d, "/"+n.name) {
@@ -306,7 +315,7 @@ func protectedEntryOf(p, ws, home string) (string, bool) {
 		}
 	}
 	for _, base := range []string{ws, home} {
-		if base == "" || !within(p, base) {
+		if base == "" || !hostfs.Under(p, base) {
 			continue
 		}
 		for _, n := range ProtectedNames {
@@ -314,7 +323,7 @@ func protectedEntryOf(p, ws, home string) (string, bool) {
 				continue
 			}
 			e := filepath.Join(base, n.name)
-			if ok, _ := filepath.Match(e, p); ok || within(p, e) {
+			if ok, _ := filepath.Match(e, p); ok || hostfs.Under(p, e) {
 				return e, true
 			}
 			// A glob name (.sbx*): the first component below base.
