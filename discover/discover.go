@@ -22,7 +22,6 @@ type discovery struct {
 	show   []string // resolved paths to show read-only
 	bins   []string // directories to put first on the sandbox's PATH
 	refuse string   // why show is not shown ("" when it is)
-	note   string   // what sbx says once the run cannot be refused any more
 }
 
 // Query is what Find needs to know about the run.
