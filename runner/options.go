@@ -15,6 +15,7 @@ import (
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/refuse"
 	"github.com/sbx-sandbox/sbx/invoker"
+	"github.com/sbx-sandbox/sbx/netsvc"
 	"github.com/sbx-sandbox/sbx/profile"
 	"github.com/sbx-sandbox/sbx/protect"
 	"github.com/sbx-sandbox/sbx/sandbox"
@@ -174,7 +175,7 @@ type Options struct {
 	tiers    tiers              // filled by spec
 	protect  protect.Protection // filled by spec: checked once the sandbox is set up
 	allow    egress.Allowlist   // filled by spec
-	publish  []Publish          // filled by spec
+	publish  []netsvc.Publish   // filled by spec
 	rootOnly chan []string      // filled by spec: sandbox.RootOnly of /etc, for uid 0
 	// limitsNote is why a rootless run's limits are rlimits (set by
 	// rootlessLimits); spec notes it once nothing can refuse the run.
@@ -361,7 +362,7 @@ func cleanEnv(o *Options, who invoker.User, homeInside string) ([]string, error)
 		set("npm_config_fetch_retries", "0")
 	}
 	if len(o.allow) > 0 {
-		for _, kv := range proxyEnv(o.allow) {
+		for _, kv := range netsvc.ProxyEnv(o.allow) {
 			k, v, _ := strings.Cut(kv, "=")
 			set(k, v)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/invoker"
+	"github.com/sbx-sandbox/sbx/netsvc"
 	"github.com/sbx-sandbox/sbx/protect"
 	"github.com/sbx-sandbox/sbx/report"
 
@@ -233,14 +234,14 @@ func (o *Options) complete(spec *sandbox.Spec, staged *stage.Plan) error {
 	}
 	spec.Shim.NetCanary = o.netCanary(spec.Rootless)
 	if !o.hostNetwork() {
-		rc, err := resolvConf(o.StateDir)
+		rc, err := netsvc.ResolvConf(o.StateDir)
 		if err != nil {
 			return err
 		}
 		spec.ResolvConf = rc
 	}
 	if len(o.allow) > 0 {
-		spec.ProxyPort = proxyAddr.Port()
+		spec.ProxyPort = netsvc.ProxyAddr.Port()
 		// Rootless --net none: the proxy needs inet sockets; Landlock
 		// lets TCP connect only to its port, and the namespace is empty.
 		spec.AllowInetSockets = true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/hostcheck"
+	"github.com/sbx-sandbox/sbx/netsvc"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/runner"
 	"github.com/sbx-sandbox/sbx/sandbox"
@@ -150,7 +151,7 @@ func doctorChecks(h policy.Host) []check {
 	add("bpf lsm", h.BPFLSM)
 	add("denial tracer", h.Tracer)
 	add("landlock", h.Landlock)
-	out = append(out, check{"egress", nil, runner.EgressInfo(h.Rootless())})
+	out = append(out, check{"egress", nil, netsvc.Info(h.Rootless())})
 	add("securityfs", h.Securityfs)
 	add("bpffs", h.BPFFS)
 	return out

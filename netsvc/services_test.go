@@ -1,4 +1,4 @@
-package runner
+package netsvc
 
 import (
 	"context"
@@ -80,11 +80,11 @@ func TestProxyEnv(t *testing.T) {
 				t.Fatal(err)
 			}
 			env := map[string]string{}
-			for _, kv := range proxyEnv(allow) {
+			for _, kv := range ProxyEnv(allow) {
 				k, v, _ := strings.Cut(kv, "=")
 				env[k] = v
 			}
-			u := "http://" + proxyAddr.String()
+			u := "http://" + ProxyAddr.String()
 			for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"} {
 				if env[k] != u {
 					t.Errorf("%s = %q, want %q", k, env[k], u)
@@ -130,7 +130,7 @@ func TestIPForwards(t *testing.T) {
 	if len(beyond) != policy.MaxWallForwards+2 || beyond[0] != netip.MustParseAddrPort("10.0.0.1:5432") {
 		t.Errorf("beyond loopback: got %v", beyond)
 	}
-	wall := wallForwards(allow)
+	wall := WallForwards(allow)
 	if len(wall) != policy.MaxWallForwards || wall[policy.MaxWallForwards-1] != beyond[policy.MaxWallForwards-1] {
 		t.Errorf("wall: got %v, want the first %d of %v", wall, policy.MaxWallForwards, beyond)
 	}

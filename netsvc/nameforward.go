@@ -1,4 +1,4 @@
-package runner
+package netsvc
 
 import (
 	"fmt"
@@ -193,7 +193,7 @@ func ipForwards(allow egress.Allowlist) (local, beyond []netip.AddrPort) {
 		}
 		ap := netip.AddrPortFrom(r.Addr(), r.Port())
 		switch a := ap.Addr(); {
-		case ap == proxyAddr || a == canary.Outside4 || a == canary.Outside6 || a.IsMulticast():
+		case ap == ProxyAddr || a == canary.Outside4 || a == canary.Outside6 || a.IsMulticast():
 		case a.IsLoopback():
 			local = append(local, ap)
 		default:
@@ -206,7 +206,7 @@ func ipForwards(allow egress.Allowlist) (local, beyond []netip.AddrPort) {
 // wallForwards are the forwarder endpoints beyond loopback that the BPF
 // wall lets a root run connect to: the first policy.MaxWallForwards of
 // ipForwards (forwardIPs serves the same ones).
-func wallForwards(allow egress.Allowlist) []netip.AddrPort {
+func WallForwards(allow egress.Allowlist) []netip.AddrPort {
 	_, beyond := ipForwards(allow)
 	if len(beyond) > policy.MaxWallForwards {
 		beyond = beyond[:policy.MaxWallForwards]

@@ -1,4 +1,4 @@
-package runner
+package netsvc
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ const dnsAddr = "127.0.0.1:53"
 // resolvConf returns the host file sbx binds over the sandbox's
 // /etc/resolv.conf (egress.ResolvConf), kept in the state dir and written
 // when it is missing or differs.
-func resolvConf(stateDir string) (string, error) {
+func ResolvConf(stateDir string) (string, error) {
 	path := filepath.Join(stateDir, "resolv.conf")
 	if data, err := os.ReadFile(path); err == nil && bytes.Equal(data, []byte(egress.ResolvConf)) {
 		return path, nil

@@ -1,4 +1,4 @@
-package runner
+package netsvc
 
 import (
 	"fmt"
@@ -62,28 +62,6 @@ func ParsePublish(s string) (Publish, error) {
 		sb = ports[1]
 	}
 	return Publish{Host: netip.AddrPortFrom(host, ports[0]), Sandbox: sb}, nil
-}
-
-// parsePublish checks o.Publish into o.publish: well formed, under --net
-// loopback only (with none the program has no inet socket to serve on,
-// with host its listener is on the host already), each host address once.
-func (o *Options) parsePublish() error {
-	seen := map[netip.AddrPort]bool{}
-	for _, s := range o.Publish {
-		p, err := ParsePublish(s)
-		if err != nil {
-			return fmt.Errorf("--publish %w", err)
-		}
-		if !o.loopback() {
-			return fmt.Errorf("--publish %s: needs --net loopback (the default), not --net %s", s, o.Net)
-		}
-		if seen[p.Host] {
-			return fmt.Errorf("--publish %s: %s is published twice", s, p.Host)
-		}
-		seen[p.Host] = true
-		o.publish = append(o.publish, p)
-	}
-	return nil
 }
 
 // publisher serves the --publish listeners of one run.

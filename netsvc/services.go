@@ -1,36 +1,32 @@
-package runner
+package netsvc
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/egress"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/report"
-	"github.com/sbx-sandbox/sbx/sandbox"
-	"golang.org/x/sys/unix"
 )
 
-// proxyAddr is where the egress proxy listens inside every sandbox. The
+// ProxyAddr is where the egress proxy listens inside every sandbox. The
 // sandbox's network namespace is its own and empty, so a fixed port never
 // clashes, and it can go into the environment before the sandbox exists.
 // IPv4 on purpose: the shim's network canary expects AF_INET6 TCP sockets
 // to stay denied.
-var proxyAddr = netip.MustParseAddrPort("127.0.0.1:3128")
+var ProxyAddr = netip.MustParseAddrPort("127.0.0.1:3128")
 
 // proxyEnv is what points the sandbox's programs at the proxy: curl, git,
 // Python, Go (both cases; curl reads only lowercase http_proxy) and Node
 // 22.21+ (NODE_USE_ENV_PROXY). NO_PROXY keeps the sandbox's own loopback
 // direct (its test servers), see noProxy.
-func proxyEnv(allow egress.Allowlist) []string {
-	u := "http://" + proxyAddr.String()
+func ProxyEnv(allow egress.Allowlist) []string {
+	u := "http://" + ProxyAddr.String()
 	var env []string
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {
 		env = append(env, k+"="+u, strings.ToLower(k)+"="+u)
@@ -104,7 +100,7 @@ func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *report.Reporter)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
-	ln, err := ns.Listen(proxyAddr.String())
+	ln, err := ns.Listen(ProxyAddr.String())
 	if err != nil {
 		own.Close()
 		return nil, fmt.Errorf("egress proxy: %w", err)
@@ -126,44 +122,62 @@ func startEgress(ns *egress.Netns, allow egress.Allowlist, rep *report.Reporter)
 	return e, nil
 }
 
-// startNetwork starts what serves the sandbox's network namespace from
+// Config is what a run's network services serve.
+type Config struct {
+	// Loopback is --net loopback: the DNS answerer, and with Allow the
+	// forwarders of the allowed names and addresses.
+	Loopback bool
+	// Allow is --allow-host: the egress proxy serves it.
+	Allow egress.Allowlist
+	// Publish are the --publish listeners.
+	Publish []Publish
+	// Rootless: a helper in the sandbox's user namespace opens the sockets.
+	Rootless bool
+	// Log receives sbx's warnings.
+	Log io.Writer
+	// Report is told of every connection and name the services refuse.
+	Report *report.Reporter
+}
+
+// Start starts what serves the sandbox's network namespace from
 // sbx's side (root and rootless alike): under --net loopback the DNS
 // answerer (NXDOMAIN for every name but the allowed ones), and with
 // --allow-host the egress proxy and the transparent forwarders of the
 // allowed names and addresses, and the --publish listeners. Rootless, a helper in the sandbox's user
 // namespace opens their sockets (egress.OpenNetns): no BPF is involved,
 // and the namespace, which holds nothing but lo, is the wall. The
-// returned func stops it all.
-func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *report.Reporter) (func(), error) {
-	if o.hostNetwork() || (!o.loopback() && len(o.allow) == 0 && len(o.publish) == 0) {
+// returned func stops it all. pid is the sandbox's PID 1.
+func Start(pid int, c Config) (func(), error) {
+	if !c.Loopback && len(c.Allow) == 0 && len(c.Publish) == 0 {
 		return func() {}, nil
 	}
+	rootless, rep := c.Rootless, c.Report
 	var stops []func()
 	stop := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
 	}
-	ns, err := egress.OpenNetns(sb.Pid(), rootless)
+	ns, err := egress.OpenNetns(pid, rootless)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox network: %w", err)
 	}
 	stops = append(stops, func() { _ = ns.Close() })
 	var lookup func(string) (netip.Addr, bool) // allowed names' addresses in the sandbox
 	var why dnsRefusal = noNames
-	if len(o.allow) > 0 {
-		px, err := startEgress(ns, o.allow, rep)
+	if len(c.Allow) > 0 {
+		px, err := startEgress(ns, c.Allow, rep)
 		if err != nil {
 			stop()
 			return nil, err
 		}
-		stops = append(stops, func() { px.close(o.Log) })
-		if o.loopback() {
+		stops = append(stops, func() { px.close(c.Log) })
+		if c.Loopback {
 			wallLimit := policy.MaxWallForwards
 			if rootless {
 				wallLimit = 0
 			}
-			fw := newForwarders(ns, px.p, o.allow, o.Log, wallLimit)
+			fw := newForwarders(ns, px.p, c.Allow, c.Log, wallLimit)
 			if err := fw.start(); err != nil {
 				stop()
 				return nil, err
@@ -171,7 +185,7 @@ func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *report.R
 			lookup, why = fw.lookup, fw.refusal
 		}
 	}
-	if o.loopback() {
+	if c.Loopback {
 		// A name lookup fails at once (NXDOMAIN), and is reported; an
 		// allowed name gets the address of its forwarder.
 		dns, err := startDNS(ns, rep, lookup, why)
@@ -179,10 +193,10 @@ func (o *Options) startNetwork(sb *sandbox.Sandbox, rootless bool, rep *report.R
 			stop()
 			return nil, err
 		}
-		stops = append(stops, func() { dns.stop(o.Log) })
+		stops = append(stops, func() { dns.stop(c.Log) })
 	}
-	if len(o.publish) > 0 {
-		pub, err := startPublish(ns, o.publish)
+	if len(c.Publish) > 0 {
+		pub, err := startPublish(ns, c.Publish)
 		if err != nil {
 			stop()
 			return nil, err
@@ -201,60 +215,10 @@ func (e *egressProxy) close(log io.Writer) {
 	}
 }
 
-// netPolicy is the run's exception to the network walls (root): the host
-// network (--net host), or the sandbox's own loopback (--net loopback,
-// limited to the namespace of the sandbox whose PID 1 is pid) with the
-// forwarders' endpoints beyond loopback on it, and the egress proxy's
-// endpoint (--allow-host), or none.
-func (o *Options) netPolicy(pid int) (netwall.Policy, error) {
-	n := policy.Network{Mode: policy.NetNone}
-	switch {
-	case o.hostNetwork():
-		n.Mode = policy.NetHost
-	case o.loopback():
-		n.Mode = policy.NetLoopback
-	}
-	if len(o.allow) > 0 {
-		n.Proxy, n.Forwards = proxyAddr, wallForwards(o.allow)
-	}
-	var cookie uint64
-	if n.Mode == policy.NetLoopback {
-		c, err := egress.NetnsCookie("/proc/" + strconv.Itoa(pid) + "/ns/net")
-		switch {
-		case errors.Is(err, unix.ENOPROTOOPT):
-			// Before Linux 5.14: the wall then takes any namespace but
-			// the host's for the sandbox's.
-		case err != nil:
-			return netwall.Policy{}, fmt.Errorf("network wall: %w", err)
-		}
-		cookie = c
-	}
-	return n.Wall(cookie), nil
-}
-
-// netCanary is the proof the shim runs before the program (see
-// sandbox.ShimConfig.NetCanary): with the host network there is no wall
-// to prove; rootless, seccomp refuses inet sockets itself (EPERM) under
-// --net none without --allow-host, and otherwise the empty namespace is
-// the wall.
-func (o *Options) netCanary(rootless bool) string {
-	switch {
-	case o.hostNetwork():
-		return ""
-	case !o.loopback() && (!rootless || len(o.allow) == 0):
-		return sandbox.NetCanaryNoInet
-	case rootless:
-		// With --allow-host rootless --net none has inet sockets too
-		// (for the proxy): the empty namespace is the proof.
-		return sandbox.NetCanaryLoopbackNetns
-	}
-	return sandbox.NetCanaryLoopbackWall
-}
-
-// EgressInfo is sbx doctor's line on the network a run gets here, root
+// Info is sbx doctor's line on the network a run gets here, root
 // or rootless: every mode works both ways; what differs is who opens the
 // sockets in the sandbox's namespace and what the wall is.
-func EgressInfo(rootless bool) string {
+func Info(rootless bool) string {
 	if rootless {
 		return "--net loopback (default), none, host; --allow-host and --publish through a helper in the sandbox's user namespace (proxy, DNS answerer, forwarders); the empty namespace is the wall (no denial reports for direct connects); the canary run below starts the helper"
 	}
