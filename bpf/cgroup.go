@@ -11,16 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Cgroup2Mount returns where the cgroup2 hierarchy is mounted (see
-// [cgroup2.Mount]). The error wraps [ErrNotSupported] when there is none.
-func Cgroup2Mount() (string, error) {
-	m, err := cgroup2.Mount()
-	if errors.Is(err, cgroup2.ErrNoMount) {
-		err = fmt.Errorf("%w: %w", err, ErrNotSupported)
-	}
-	return m, err
-}
-
 // Cgroup2RootOf returns the cgroup2 mount point that contains path.
 func Cgroup2RootOf(path string) (string, error) {
 	r, err := cgroup2.RootOf(path)

@@ -13,7 +13,7 @@
 //     sbx_net.h, sbx_trace.h, events.h, vmlinux.h).
 //
 // This package holds what they all need: [ErrNotSupported] and the cgroup2
-// lookups ([CgroupID], [Cgroup2Mount]).
+// lookups ([CgroupID], [Cgroup2RootOf]; the mount itself is internal/cgroup2.Mount).
 package bpf
 
 import "github.com/cilium/ebpf"

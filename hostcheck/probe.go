@@ -16,6 +16,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/lsm"
 	"github.com/sbx-sandbox/sbx/bpf/tracer"
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -63,7 +64,7 @@ func Probe(o Options) policy.Host {
 	h.Namespaces = feature("mount, pid, net, ipc, uts, cgroup, user", namespacesErr())
 	h.UserNS = feature(usernsInfo(), usernsErr(o.Self))
 	h.AppArmor = feature(usernsInfo(), nil)
-	m, err := sandbox.Cgroup2Mount()
+	m, err := cgroup2.Mount()
 	h.Cgroup2 = feature(cgroupInfo(m), err)
 	h.Delegation = delegation()
 	h.Seccomp = feature("filter mode", seccompErr())

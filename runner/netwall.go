@@ -10,6 +10,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/bpf/pin"
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -33,7 +34,7 @@ func openNetWall() (*netWall, error) {
 	if err := pin.Mount(); err != nil {
 		return nil, fmt.Errorf("network wall (cgroup BPF): %w", err)
 	}
-	root, err := sandbox.Cgroup2Mount()
+	root, err := cgroup2.Mount()
 	if err != nil {
 		return nil, fmt.Errorf("network wall (cgroup BPF): %w", err)
 	}

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/internal/runid"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/invoker"
 	"github.com/sbx-sandbox/sbx/netsvc"
@@ -471,7 +471,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	nop := func() {}
 	rootless := Rootless()
 	who, cwd, ws, ro, rw := o.who, o.Cwd, o.ws, o.ro, o.rw
-	id, err := newID()
+	id, err := runid.New()
 	if err != nil {
 		return nil, nop, err
 	}
@@ -755,14 +755,6 @@ func removeAsUser(c hostfs.Cred, dir string) error {
 
 // stagingStateDir is where stage keeps its manifests and locks.
 func stagingStateDir(stateDir string) string { return filepath.Join(stateDir, "staging") }
-
-func newID() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("make run id: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
 
 // stagePaths copies host files named on the command line (pi's --extension,
 // --session, ...) into the run dir, bound at <home>/.sbx-staging/<id> for

@@ -13,17 +13,6 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 )
 
-// Cgroup2Mount returns where the cgroup2 hierarchy is mounted: /sys/fs/cgroup
-// on a cgroup2-only host, /sys/fs/cgroup/unified on a hybrid one. cgroup BPF
-// programs attach there. It is [cgroup2.Mount], with the fix in the error.
-func Cgroup2Mount() (string, error) {
-	m, err := cgroup2.Mount()
-	if err != nil {
-		return "", fmt.Errorf("%w (cgroup BPF needs a cgroup2 hierarchy; mount one with: mount -t cgroup2 none /sys/fs/cgroup/unified)", err)
-	}
-	return m, nil
-}
-
 // removeCgroups kills what is left in the cgroups of sandbox id in every
 // hierarchy and removes them; libcontainer normally does this, this is for
 // sandboxes whose state was never written. The sandbox may be of any sbx

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/opencontainers/cgroups"
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 	"golang.org/x/sys/unix"
 )
 
@@ -86,7 +87,7 @@ func FindDelegation(mount string, unified bool, selfCgroups map[string]string, u
 
 // HostDelegation is [FindDelegation] for the calling process on this host.
 func HostDelegation() (Delegation, error) {
-	mount, err := Cgroup2Mount()
+	mount, err := cgroup2.Mount()
 	if err != nil {
 		return Delegation{}, err
 	}

@@ -1,10 +1,11 @@
 package sandbox
 
 import (
+	"os"
+
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
-	"os"
 )
 
 // Rootless sandboxes are built by an ordinary user, without any privilege.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 )
 
 // TestSweepCgroups: an empty sandbox cgroup older than a minute with no run
@@ -96,7 +98,7 @@ func TestSweepV1WallGroups(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("creates cgroups")
 	}
-	mnt, err := Cgroup2Mount()
+	mnt, err := cgroup2.Mount()
 	if err != nil || mnt == "/sys/fs/cgroup" {
 		t.Skipf("not a hybrid host (cgroup2 at %q, %v): no v1 hierarchies", mnt, err)
 	}

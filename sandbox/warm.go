@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/opencontainers/cgroups"
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 )
 
 // warmCgroupAttach makes the sandbox's cgroup attach cheaper by starting,
@@ -55,7 +56,7 @@ func ownCgroupProcs() (string, bool) {
 	if !found || !strings.HasPrefix(rel, "/") || strings.Contains(rel, "(deleted)") {
 		return "", false
 	}
-	mnt, err := Cgroup2Mount()
+	mnt, err := cgroup2.Mount()
 	if err != nil {
 		return "", false
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/bpf/internal/bpftest"
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 )
 
 // lsmEnv is a sandbox cgroup registered with an LSM whose policy allows the
@@ -36,7 +37,7 @@ type lsmEnv struct {
 func newLSMEnv(t *testing.T) *lsmEnv {
 	t.Helper()
 	requireLSM(t)
-	mnt, err := bpf.Cgroup2Mount()
+	mnt, err := cgroup2.Mount()
 	if err != nil {
 		t.Fatal(err)
 	}

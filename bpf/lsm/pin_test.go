@@ -15,6 +15,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/bpf/internal/bpftest"
 	"github.com/sbx-sandbox/sbx/bpf/pin"
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 )
 
 // TestLSMPinnedSharedEvents is the setup sbx uses: the LSM programs share
@@ -23,7 +24,7 @@ import (
 // the programs outlive the handle that loaded them.
 func TestLSMPinnedSharedEvents(t *testing.T) {
 	requireLSM(t)
-	mnt, err := bpf.Cgroup2Mount()
+	mnt, err := cgroup2.Mount()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func lsmPinRoot(t *testing.T) string {
 // second handle shares the pins, including the ring pool's slot directory.
 func TestLSMPinnedOwnEvents(t *testing.T) {
 	requireLSM(t)
-	mnt, err := bpf.Cgroup2Mount()
+	mnt, err := cgroup2.Mount()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/bpf/internal/bpftest"
 	"github.com/sbx-sandbox/sbx/canary"
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 )
 
 func TestNetSocketFamilies(t *testing.T) {
@@ -454,8 +455,8 @@ func TestNetOtherVersionInUse(t *testing.T) {
 
 func TestOpenNetErrors(t *testing.T) {
 	requireRoot(t)
-	mnt, err := bpf.Cgroup2Mount()
-	if errors.Is(err, bpf.ErrNotSupported) {
+	mnt, err := cgroup2.Mount()
+	if errors.Is(err, cgroup2.ErrNoMount) {
 		t.Skipf("no cgroup2 on this host: %v", err)
 	}
 	if err != nil {

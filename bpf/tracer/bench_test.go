@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 	"golang.org/x/sys/unix"
-
-	"github.com/sbx-sandbox/sbx/bpf"
 )
 
 // BenchmarkTraceOpen measures what the tracer costs a syscall: an
@@ -51,7 +50,7 @@ func BenchmarkTraceOpen(b *testing.B) {
 				home = l[3:]
 			}
 		}
-		mnt, _ := bpf.Cgroup2Mount()
+		mnt, _ := cgroup2.Mount()
 		pid := []byte(strconv.Itoa(os.Getpid()))
 		if err := os.WriteFile(filepath.Join(env.run, "cgroup.procs"), pid, 0); err != nil {
 			b.Fatal(err)

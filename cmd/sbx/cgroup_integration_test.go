@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 	"github.com/sbx-sandbox/sbx/internal/runid"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -29,7 +30,7 @@ func TestRunCgroupInWallGroup(t *testing.T) {
 	// done, and the fixtures below must not wait that long (any sbx's
 	// sweep may take what looks stale by then).
 	b := newBox(t)
-	mnt, err := sandbox.Cgroup2Mount()
+	mnt, err := cgroup2.Mount()
 	if err != nil {
 		t.Fatal(err)
 	}

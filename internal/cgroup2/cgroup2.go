@@ -37,7 +37,7 @@ func Mount() (string, error) {
 		return "", err
 	}
 	if len(mounts) == 0 {
-		return "", fmt.Errorf("find cgroup2 mount: none in /proc/self/mountinfo: %w", ErrNoMount)
+		return "", fmt.Errorf("find cgroup2 mount: none in /proc/self/mountinfo: %w (cgroup BPF needs a cgroup2 hierarchy; mount one with: mount -t cgroup2 none /sys/fs/cgroup/unified)", ErrNoMount)
 	}
 	for _, m := range mounts {
 		if m == "/sys/fs/cgroup" {

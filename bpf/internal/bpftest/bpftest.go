@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/pin"
+	"github.com/sbx-sandbox/sbx/internal/cgroup2"
 )
 
 // RequireRoot skips when the test cannot have the privileges cgroup BPF
@@ -57,8 +57,8 @@ func CgroupDir(t testing.TB, path string) string {
 func Parent(t testing.TB) string {
 	t.Helper()
 	RequireRoot(t)
-	mnt, err := bpf.Cgroup2Mount()
-	if errors.Is(err, bpf.ErrNotSupported) {
+	mnt, err := cgroup2.Mount()
+	if errors.Is(err, cgroup2.ErrNoMount) {
 		t.Skipf("no cgroup2 on this host: %v", err)
 	}
 	if err != nil {
