@@ -82,7 +82,7 @@ func Exec(ctx context.Context, req gate.Request, eo ExecOptions) gate.Result {
 		StateDir: eo.StateDir,
 		NoStage:  !checked.Request.Stage || !eo.AllowStage,
 		// The denials go to the result, not to Log.
-		QuietDenials: true,
+		DenialsInResult: true,
 		// A request names what it needs (ro): nothing is shown unasked.
 		NoDiscover: true,
 	}

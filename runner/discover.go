@@ -14,9 +14,9 @@ import (
 // gets its bin first; the hint for a 127 is kept in o.notFound.
 func (o *Options) discover(env []string, ro []string) ([]string, []string) {
 	name := o.Args[0]
-	// sbx exec (which sets QuietDenials) names its paths in the request
+	// sbx exec (which sets DenialsInResult) names its paths in the request
 	// and keeps stderr free of hints.
-	if strings.Contains(name, "/") || o.QuietDenials {
+	if strings.Contains(name, "/") || o.DenialsInResult {
 		return env, ro
 	}
 	_, sudo := o.hostLookup("SUDO_UID")

@@ -140,10 +140,11 @@ type Options struct {
 	// NoStage turns off the staging of host paths named in Args (see
 	// package stage); sbx exec sets it unless the request asks to stage.
 	NoStage bool
-	// QuietDenials leaves the "sbx: denied ..." lines, and the hints about
-	// a command not found, off Log: the denials are in Result.Violations
-	// (sbx exec returns them; its requests name their paths).
-	QuietDenials bool
+	// DenialsInResult keeps the denials to Result.Violations: no
+	// "sbx: denied ..." lines, no count and no hints about a command not
+	// found on Log (sbx exec returns them; its requests name their paths).
+	// Quiet, sbx run --quiet, only leaves the lines out.
+	DenialsInResult bool
 	// NoDiscover keeps sbx from showing a command installed outside the
 	// sandbox's view (see discover.go); a run that then ends with 127
 	// says where it is and how to show it.

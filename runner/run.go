@@ -136,7 +136,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		return res, err
 	}
 	r := &run{o: &o, spec: spec, res: &res, rep: report.New(o.Log, o.Violations)}
-	if o.QuietDenials {
+	if o.DenialsInResult {
 		r.rep = report.New(nil, o.Violations)
 	}
 	r.rep.Silent = o.Quiet
