@@ -13,13 +13,13 @@
 // plan: checked host paths, the tier decision ([policy.Decide] over the
 // probe of package hostcheck, the same decision sbx doctor prints), and
 // the complete [sandbox.Spec], validated once by [sandbox.Create] and not
-// changed after. The plan is a list of tiers (the network wall, the
+// changed after. The plan is a list of parts (the network wall, the
 // denial tracer, the BPF LSM file tier, the terminal, the sandbox itself,
-// the egress proxy, the DNS stub, and the run's housekeeping), each with
+// the network services, and the run's housekeeping), each with
 // prepare (before the sandbox exists), attach (before the program
 // starts), started (the shim runs, the program held) and close; they run
 // in order and close in reverse on every path, so the teardown order is
-// the list (see tiers.go), not the placement of defers.
+// the list (see parts.go), not the placement of defers.
 //
 // Host paths are used by what they are, not by their name (see
 // mountsrc.go): each path a run mounts is resolved once, as the invoking
@@ -32,4 +32,11 @@
 // descriptor because libcontainer takes sources as paths and runc init
 // resolves them in a mount namespace of its own, where a descriptor of
 // the host's namespace cannot be bound.
+//
+// runner keeps the lifecycle; the concerns it calls live in packages of
+// their own, which never import runner: [invoker] (whom sbx acts for),
+// [discover] (a command the sandbox would not find), [protect] (protected
+// entries and masks), [mountsrc] (the in-root check of held mounts),
+// [netsvc] (the network services) and [report] (the denials). sbx exec's
+// glue, which speaks package gate's protocol, is package execrun.
 package runner

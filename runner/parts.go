@@ -14,7 +14,7 @@ import (
 )
 
 // run is one run's plan (the options resolved against the host: the
-// complete sandbox spec, the tiers) and the state its tiers share.
+// complete sandbox spec, its parts) and the state its parts share.
 type run struct {
 	o    *Options
 	spec *sandbox.Spec
@@ -29,27 +29,28 @@ type run struct {
 	net    netwall.Policy // the wall's exceptions for the run
 	term   *terminal      // with --tty
 	copied chan struct{}  // closed when the pty's output is copied
-	tiers  []tier         // in setup order
-	ready  int            // how many of tiers were prepared
+	parts  []part         // in setup order
+	ready  int            // how many of parts were prepared
 }
 
-// A tier is one part of a run set up around its sandbox: the network
-// wall, the denial tracer, the BPF LSM file tier, the terminal, the
+// A part is one piece of a run set up around its sandbox: the network
+// wall, the denial tracer, the BPF LSM file tier (those two are
+// protection tiers), the terminal, the
 // sandbox itself, the egress proxy, the DNS stub, and the run's own
 // housekeeping (its home, copy-back, the denial report). Run calls prepare
-// of each tier in order before the sandbox exists, then creates it, then
+// of each part in order before the sandbox exists, then creates it, then
 // attach of each in order before the program starts, and started once the
-// shim runs (the program still held). close runs for every tier whose
+// shim runs (the program still held). close runs for every part whose
 // prepare succeeded, in reverse order, on every path: the teardown order
 // is the order of the list (see [run.plan]), not the placement of defers.
-type tier interface {
+type part interface {
 	prepare(r *run) error
 	attach(r *run) error
 	started(r *run) error
 	close(r *run)
 }
 
-// base is a tier's no-op steps.
+// base is a part's no-op steps.
 type base struct{}
 
 func (base) prepare(*run) error { return nil }
@@ -57,37 +58,37 @@ func (base) attach(*run) error  { return nil }
 func (base) started(*run) error { return nil }
 func (base) close(*run)         {}
 
-// plan lists the tiers of r. Closed in reverse: the network tier (DNS
+// plan lists the parts of r. Closed in reverse: the network part (DNS
 // answerer, forwarders, egress proxy) before the sandbox is destroyed (every denial they see is
 // reported), the terminal restored after it, the BPF tiers released after
 // that, the report finished once the wall's ring is drained, the staged
 // files copied back, then the --rw files, and the throwaway home removed
 // last. The first four are set up before the plan (see Run).
 func (r *run) plan(cleanup func(), staged *stage.Plan) {
-	r.tiers = []tier{
-		&homeTier{cleanup: cleanup},
-		rwCopyBackTier{},
-		&copyBackTier{plan: staged},
-		reportTier{},
+	r.parts = []part{
+		&homePart{cleanup: cleanup},
+		rwCopyBackPart{},
+		&copyBackPart{plan: staged},
+		reportPart{},
 	}
 	if !r.spec.Rootless {
-		r.tiers = append(r.tiers, &wallTier{}, &tracerTier{})
+		r.parts = append(r.parts, &wallTier{}, &tracerPart{})
 		if r.o.tiers.bpfLSM {
-			r.tiers = append(r.tiers, &lsmFileTier{})
+			r.parts = append(r.parts, &lsmFileTier{})
 		}
 	}
 	if r.o.Terminal {
-		r.tiers = append(r.tiers, terminalTier{})
+		r.parts = append(r.parts, terminalPart{})
 	}
-	r.tiers = append(r.tiers, sandboxTier{})
-	r.tiers = append(r.tiers, &networkTier{})
+	r.parts = append(r.parts, sandboxPart{})
+	r.parts = append(r.parts, &networkPart{})
 }
 
-// prepareAll prepares the tiers not prepared yet, in order; those
+// prepareAll prepares the parts not prepared yet, in order; those
 // prepared are closed by closeAll whatever happens next.
 func (r *run) prepareAll() error {
-	for ; r.ready < len(r.tiers); r.ready++ {
-		if err := r.tiers[r.ready].prepare(r); err != nil {
+	for ; r.ready < len(r.parts); r.ready++ {
+		if err := r.parts[r.ready].prepare(r); err != nil {
 			return err
 		}
 	}
@@ -95,7 +96,7 @@ func (r *run) prepareAll() error {
 }
 
 func (r *run) attachAll() error {
-	for _, t := range r.tiers {
+	for _, t := range r.parts {
 		if err := t.attach(r); err != nil {
 			return err
 		}
@@ -104,7 +105,7 @@ func (r *run) attachAll() error {
 }
 
 func (r *run) startedAll() error {
-	for _, t := range r.tiers {
+	for _, t := range r.parts {
 		if err := t.started(r); err != nil {
 			return err
 		}
@@ -112,10 +113,10 @@ func (r *run) startedAll() error {
 	return nil
 }
 
-// closeAll closes the prepared tiers in reverse order.
+// closeAll closes the prepared parts in reverse order.
 func (r *run) closeAll() {
 	for i := r.ready - 1; i >= 0; i-- {
-		r.tiers[i].close(r)
+		r.parts[i].close(r)
 	}
 	r.ready = 0
 }
@@ -154,22 +155,22 @@ func (r *run) create() error {
 	return nil
 }
 
-// homeTier removes a throwaway home (sbx's own home stays).
-type homeTier struct {
+// homePart removes a throwaway home (sbx's own home stays).
+type homePart struct {
 	base
 	cleanup func()
 }
 
-func (t *homeTier) close(*run) { t.cleanup() }
+func (t *homePart) close(*run) { t.cleanup() }
 
-// copyBackTier copies staged session files back to the host, after the
+// copyBackPart copies staged session files back to the host, after the
 // sandbox is destroyed, on every exit path.
-type copyBackTier struct {
+type copyBackPart struct {
 	base
 	plan *stage.Plan
 }
 
-func (t *copyBackTier) close(r *run) {
+func (t *copyBackPart) close(r *run) {
 	inside := ""
 	if t.plan != nil && t.plan.RunDir() != "" {
 		inside = t.plan.Inside()
@@ -185,11 +186,11 @@ func (t *copyBackTier) close(r *run) {
 	}
 }
 
-// rwCopyBackTier copies single --rw files below the home back to the
+// rwCopyBackPart copies single --rw files below the home back to the
 // host, after the staged files.
-type rwCopyBackTier struct{ base }
+type rwCopyBackPart struct{ base }
 
-func (rwCopyBackTier) close(r *run) {
+func (rwCopyBackPart) close(r *run) {
 	if err := r.o.copyBackRW(r.o.rwCopies, r.o.runDir, r.spec.ID); err != nil {
 		fmt.Fprintf(r.o.Log, "sbx: copying --rw files back: %s\n", safetext.Escape(err.Error()))
 		if r.res.CopyBackErr == nil {
@@ -198,11 +199,11 @@ func (rwCopyBackTier) close(r *run) {
 	}
 }
 
-// reportTier ends the denial report (its summary line) once every tier
+// reportPart ends the denial report (its summary line) once every part
 // that feeds it is closed, and hands the denials to the result.
-type reportTier struct{ base }
+type reportPart struct{ base }
 
-func (reportTier) close(r *run) {
+func (reportPart) close(r *run) {
 	r.rep.Finish()
 	r.res.Violations, r.res.ViolationsDropped = r.rep.Violations()
 }
@@ -242,24 +243,24 @@ func (wallTier) attach(r *run) error {
 
 func (wallTier) close(r *run) { r.wall.close() }
 
-// tracerTier is the denial tracer, attached in the background while the
+// tracerPart is the denial tracer, attached in the background while the
 // sandbox is created and waited for before the program starts.
-type tracerTier struct {
+type tracerPart struct {
 	base
 	start *tracerStart
 }
 
-func (t *tracerTier) prepare(r *run) error {
+func (t *tracerPart) prepare(r *run) error {
 	t.start = startTracer(r.wall)
 	return nil
 }
 
-func (t *tracerTier) attach(r *run) error {
+func (t *tracerPart) attach(r *run) error {
 	t.start.ready(r.o.Log)
 	return nil
 }
 
-func (t *tracerTier) close(*run) {
+func (t *tracerPart) close(*run) {
 	t.start.ready(io.Discard) // an error path before attach
 	t.start.close()
 }
@@ -294,11 +295,11 @@ func (t *lsmFileTier) started(r *run) error {
 
 func (t *lsmFileTier) close(*run) { t.lsm.close() }
 
-// terminalTier puts the user's terminal in raw mode for --tty and copies
+// terminalPart puts the user's terminal in raw mode for --tty and copies
 // the sandbox's pty to it.
-type terminalTier struct{ base }
+type terminalPart struct{ base }
 
-func (terminalTier) prepare(r *run) error {
+func (terminalPart) prepare(r *run) error {
 	t, err := newTerminal(r.o.Stdin)
 	if err != nil {
 		return err
@@ -308,18 +309,18 @@ func (terminalTier) prepare(r *run) error {
 	return nil
 }
 
-func (terminalTier) attach(r *run) error {
+func (terminalPart) attach(r *run) error {
 	r.copied = r.term.attach(r.sb.Console(), r.o.Stdout)
 	return nil
 }
 
-func (terminalTier) close(r *run) { r.term.restore() }
+func (terminalPart) close(r *run) { r.term.restore() }
 
-// sandboxTier is the sandbox's place in the teardown: created by Run
+// sandboxPart is the sandbox's place in the teardown: created by Run
 // between prepare and attach (see run.create), destroyed here.
-type sandboxTier struct{ base }
+type sandboxPart struct{ base }
 
-func (sandboxTier) close(r *run) {
+func (sandboxPart) close(r *run) {
 	if r.sb == nil {
 		return
 	}
@@ -328,18 +329,18 @@ func (sandboxTier) close(r *run) {
 	}
 }
 
-// networkTier is what sbx serves in the sandbox's network namespace:
+// networkPart is what sbx serves in the sandbox's network namespace:
 // the egress proxy and forwarders of --allow-host, the DNS answerer (a
 // name fails at once, or an allowed one gets its forwarder's address) and
 // the --publish listeners; root and rootless alike (see
 // [Options.startNetwork]). Closed before the sandbox is destroyed, so
 // every denial they see is reported.
-type networkTier struct {
+type networkPart struct {
 	base
 	stop func()
 }
 
-func (t *networkTier) attach(r *run) error {
+func (t *networkPart) attach(r *run) error {
 	stop, err := r.o.startNetwork(r.sb, r.spec.Rootless, r.rep)
 	if err != nil {
 		return err
@@ -348,7 +349,7 @@ func (t *networkTier) attach(r *run) error {
 	return nil
 }
 
-func (t *networkTier) close(*run) {
+func (t *networkPart) close(*run) {
 	if t.stop != nil {
 		t.stop()
 	}

@@ -10,14 +10,14 @@ import (
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
-// fakeTier records its steps in a shared log and fails where told.
-type fakeTier struct {
+// fakePart records its steps in a shared log and fails where told.
+type fakePart struct {
 	name string
 	log  *[]string
 	fail string // the step that fails
 }
 
-func (f fakeTier) step(s string) error {
+func (f fakePart) step(s string) error {
 	*f.log = append(*f.log, f.name+"."+s)
 	if f.fail == s {
 		return errors.New(f.name + " " + s + " failed")
@@ -25,10 +25,10 @@ func (f fakeTier) step(s string) error {
 	return nil
 }
 
-func (f fakeTier) prepare(*run) error { return f.step("prepare") }
-func (f fakeTier) attach(*run) error  { return f.step("attach") }
-func (f fakeTier) started(*run) error { return f.step("started") }
-func (f fakeTier) close(*run)         { _ = f.step("close") }
+func (f fakePart) prepare(*run) error { return f.step("prepare") }
+func (f fakePart) attach(*run) error  { return f.step("attach") }
+func (f fakePart) started(*run) error { return f.step("started") }
+func (f fakePart) close(*run)         { _ = f.step("close") }
 
 // TestTierOrder: tiers are prepared, attached and started in order and
 // closed in reverse; a tier whose prepare failed, and those after it, are
@@ -55,7 +55,7 @@ func TestTierOrder(t *testing.T) {
 			var log []string
 			r := &run{}
 			for _, n := range []string{"a", "b", "c"} {
-				r.tiers = append(r.tiers, fakeTier{name: n, log: &log, fail: c.fail[n]})
+				r.parts = append(r.parts, fakePart{name: n, log: &log, fail: c.fail[n]})
 			}
 			func() {
 				defer r.closeAll()
@@ -84,8 +84,8 @@ func TestPlanTeardownOrder(t *testing.T) {
 	r := &run{o: o, spec: &sandbox.Spec{}}
 	r.plan(func() {}, nil)
 	var got []string
-	for i := len(r.tiers) - 1; i >= 0; i-- {
-		got = append(got, tierName(r.tiers[i]))
+	for i := len(r.parts) - 1; i >= 0; i-- {
+		got = append(got, tierName(r.parts[i]))
 	}
 	want := []string{"network", "sandbox", "terminal", "lsm", "tracer", "wall", "report", "copy-back", "rw-copy-back", "home"}
 	if !slices.Equal(got, want) {
@@ -94,27 +94,27 @@ func TestPlanTeardownOrder(t *testing.T) {
 }
 
 // tierName names a tier of the plan for the test.
-func tierName(t tier) string {
+func tierName(t part) string {
 	switch t.(type) {
-	case *homeTier:
+	case *homePart:
 		return "home"
-	case *copyBackTier:
+	case *copyBackPart:
 		return "copy-back"
-	case rwCopyBackTier:
+	case rwCopyBackPart:
 		return "rw-copy-back"
-	case reportTier:
+	case reportPart:
 		return "report"
 	case *wallTier:
 		return "wall"
-	case *tracerTier:
+	case *tracerPart:
 		return "tracer"
 	case *lsmFileTier:
 		return "lsm"
-	case terminalTier:
+	case terminalPart:
 		return "terminal"
-	case sandboxTier:
+	case sandboxPart:
 		return "sandbox"
-	case *networkTier:
+	case *networkPart:
 		return "network"
 	}
 	return fmt.Sprintf("%T", t)
