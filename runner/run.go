@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sbx-sandbox/sbx/home"
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/runid"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
@@ -130,7 +131,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 		return res, err
 	}
 	defer endGrants()
-	staged, err := stagePaths(spec, &o, stagingStateDir(o.StateDir))
+	staged, err := stagePaths(spec, &o, stage.StateDir(o.StateDir))
 	if err != nil {
 		cleanup()
 		return res, err
@@ -212,9 +213,9 @@ func (o *Options) housekeeping() {
 	} else if len(ids) > 0 {
 		fmt.Fprintf(o.Log, "sbx: cleaned up %d sandbox(es) left by a killed sbx\n", len(ids))
 	}
-	sweepTmpHomes(o.StateDir)
+	home.SweepTmp(o.StateDir)
 	// Staging names files a sandbox wrote: its lines are escaped.
-	if err := stage.Recover(stagingStateDir(o.StateDir), safetext.LineWriter(o.Log)); err != nil {
+	if err := stage.Recover(stage.StateDir(o.StateDir), safetext.LineWriter(o.Log)); err != nil {
 		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %s\n", safetext.Escape(err.Error()))
 	}
 	sweepRunDirs(o.StateDir, o.Log) // after Recover has copied back from them
@@ -538,7 +539,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	}
 	o.runDir = rd
 	cleanup := func() {
-		rd.remove(stagingStateDir(o.StateDir))
+		rd.remove(stage.StateDir(o.StateDir))
 		homeCleanup()
 	}
 	var hiddenFile string
@@ -633,27 +634,27 @@ func (o *Options) homeDir(who invoker.User, id, ws string) (string, func(), erro
 	nop := func() {}
 	switch o.Home {
 	case HomeTmp:
-		lock, err := registerTmpHome(o.StateDir, id)
+		lock, err := home.RegisterTmp(o.StateDir, id)
 		if err != nil {
 			return "", nop, err
 		}
 		var dir string
 		err = o.cred.Do(func() error {
 			var err error
-			dir, err = os.MkdirTemp("", tmpHomePrefix+id+"-")
+			dir, err = os.MkdirTemp("", home.TmpPrefix+id+"-")
 			return err
 		})
 		if err != nil {
 			lock.Close()
-			os.Remove(tmpHomeLock(o.StateDir, id))
+			os.Remove(home.TmpLock(o.StateDir, id))
 			return "", nop, fmt.Errorf("create throwaway home: %w", err)
 		}
 		return dir, func() {
 			// Kept while a failed copy-back still needs it (its retry
 			// removes it with the run's staging dir).
-			if !stage.Pending(stagingStateDir(o.StateDir), dir) {
-				_ = removeAsUser(o.cred, dir)
-				os.Remove(tmpHomeLock(o.StateDir, id)) // lock.Name() is its temporary name
+			if !stage.Pending(stage.StateDir(o.StateDir), dir) {
+				_ = home.RemoveAsUser(o.cred, dir)
+				os.Remove(home.TmpLock(o.StateDir, id)) // lock.Name() is its temporary name
 			}
 			lock.Close()
 		}, nil
@@ -664,7 +665,7 @@ func (o *Options) homeDir(who invoker.User, id, ws string) (string, func(), erro
 		if err != nil {
 			return "", nop, fmt.Errorf("create sbx home %s: %w", dir, err)
 		}
-		repairHome(dir, who, o.cred, o.StateDir, o.Log)
+		home.Repair(dir, who, o.cred, o.StateDir, o.Log)
 		if old := filepath.Join(base, "home"); created {
 			if fi, err := os.Lstat(old); err == nil && fi.IsDir() {
 				fmt.Fprintf(o.Log, "sbx: this workspace has a home of its own now, %s; the home earlier sbx versions shared between all workspaces, %s, is no longer used (--home %s keeps using it)\n", dir, old, old)
@@ -739,22 +740,6 @@ func mkdirAsUser(c hostfs.Cred, who invoker.User, dir string) (bool, error) {
 	})
 	return created, err
 }
-
-// removeAsUser removes dir (a throwaway home) and everything below it as
-// the user, without following any symlink the sandbox left there.
-func removeAsUser(c hostfs.Cred, dir string) error {
-	return c.Do(func() error {
-		parent, err := hostfs.OpenDir(filepath.Dir(dir), nil)
-		if err != nil {
-			return err
-		}
-		defer parent.Close()
-		return parent.RemoveAll(filepath.Base(dir))
-	})
-}
-
-// stagingStateDir is where stage keeps its manifests and locks.
-func stagingStateDir(stateDir string) string { return filepath.Join(stateDir, "staging") }
 
 // stagePaths copies host files named on the command line (pi's --extension,
 // --session, ...) into the run dir, bound at <home>/.sbx-staging/<id> for

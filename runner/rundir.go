@@ -171,7 +171,7 @@ func sweepRunDirs(stateDir string, log io.Writer) {
 		if held || err != nil {
 			continue
 		}
-		if !stage.Pending(stagingStateDir(stateDir), p) {
+		if !stage.Pending(stage.StateDir(stateDir), p) {
 			removeRunDir(p, log)
 		}
 		if f != nil {

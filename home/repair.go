@@ -1,4 +1,4 @@
-package runner
+package home
 
 import (
 	"fmt"
@@ -32,13 +32,13 @@ const (
 	repairBudget     = 2 * time.Second
 )
 
-// repairHome searches the sbx home dir (the invoking user who's) for
+// Repair searches the sbx home dir (the invoking user who's) for
 // entries owned by root, without following symlinks or crossing mounts.
 // As root it changes each directory, and each empty regular file with one
 // link, to the user (by descriptor, see hostfs.Dir.ChownIf) and says so in one
 // line; rootless it prints the command to run. A completed search is
 // recorded in stateDir, keyed by the home's identity, and not repeated.
-func repairHome(dir string, who invoker.User, cred hostfs.Cred, stateDir string, log io.Writer) {
+func Repair(dir string, who invoker.User, cred hostfs.Cred, stateDir string, log io.Writer) {
 	if who.UID == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package runner
+package home
 
 import (
 	"errors"
@@ -25,27 +25,27 @@ import (
 // run by every later run, removes the homes whose lock is free, unless a
 // pending copy-back still needs them (stage.Pending).
 
-// tmpHomePrefix starts the name of every throwaway home.
-const tmpHomePrefix = "sbx-home-"
+// TmpPrefix starts the name of every throwaway home.
+const TmpPrefix = "sbx-home-"
 
 // unregisteredHomeAge is how old a throwaway home without a record (made
 // by an older sbx version, or whose run is registering it) must be before a
 // sweep removes it.
 const unregisteredHomeAge = 24 * time.Hour
 
-func tmpHomeLock(stateDir, id string) string {
+func TmpLock(stateDir, id string) string {
 	return filepath.Join(stateDir, "homes", id+".lock")
 }
 
-// registerTmpHome creates run id's throwaway-home record already locked
+// RegisterTmp creates run id's throwaway-home record already locked
 // (made and flock'ed under a temporary name, then linked into place), so
 // that a record without a lock always means a run that has ended.
-func registerTmpHome(stateDir, id string) (*os.File, error) {
+func RegisterTmp(stateDir, id string) (*os.File, error) {
 	dir := filepath.Join(stateDir, "homes")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("register throwaway home: %w", err)
 	}
-	f, err := lockfile.Publish(tmpHomeLock(stateDir, id), nil)
+	f, err := lockfile.Publish(TmpLock(stateDir, id), nil)
 	if err != nil {
 		return nil, fmt.Errorf("register throwaway home: %w", err)
 	}
@@ -54,7 +54,7 @@ func registerTmpHome(stateDir, id string) (*os.File, error) {
 
 // homeLockFree reports whether run id's record exists and is not held.
 func homeLockFree(stateDir, id string) (exists, free bool) {
-	f, err := os.Open(tmpHomeLock(stateDir, id))
+	f, err := os.Open(TmpLock(stateDir, id))
 	if err != nil {
 		return false, false
 	}
@@ -63,12 +63,12 @@ func homeLockFree(stateDir, id string) (exists, free bool) {
 	return true, !held && err == nil
 }
 
-// sweepTmpHomes removes the throwaway homes of runs whose sbx is gone (see
+// SweepTmp removes the throwaway homes of runs whose sbx is gone (see
 // above), each as its owner, and their records.
-func sweepTmpHomes(stateDir string) {
-	homes, _ := filepath.Glob(filepath.Join(os.TempDir(), tmpHomePrefix+"*"))
+func SweepTmp(stateDir string) {
+	homes, _ := filepath.Glob(filepath.Join(os.TempDir(), TmpPrefix+"*"))
 	for _, h := range homes {
-		id, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(h), tmpHomePrefix), "-")
+		id, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(h), TmpPrefix), "-")
 		if !ok || sandbox.ValidID(id) != nil {
 			continue
 		}
@@ -83,12 +83,12 @@ func sweepTmpHomes(stateDir string) {
 			continue
 		case !registered && age < unregisteredHomeAge:
 			continue
-		case stage.Pending(stagingStateDir(stateDir), h):
+		case stage.Pending(stage.StateDir(stateDir), h):
 			continue
 		}
 		owner := hostfs.LookupCred(int(st.Uid), int(st.Gid))
-		if err := removeAsUser(owner, h); err == nil || errors.Is(err, fs.ErrNotExist) {
-			os.Remove(tmpHomeLock(stateDir, id))
+		if err := RemoveAsUser(owner, h); err == nil || errors.Is(err, fs.ErrNotExist) {
+			os.Remove(TmpLock(stateDir, id))
 		}
 		// Records are the lock file; the home's name is what is swept.
 	}
@@ -97,7 +97,7 @@ func sweepTmpHomes(stateDir string) {
 	locks, _ := filepath.Glob(filepath.Join(stateDir, "homes", "*.lock"))
 	for _, l := range locks {
 		id := strings.TrimSuffix(filepath.Base(l), ".lock")
-		if m, _ := filepath.Glob(filepath.Join(os.TempDir(), tmpHomePrefix+id+"-*")); len(m) > 0 {
+		if m, _ := filepath.Glob(filepath.Join(os.TempDir(), TmpPrefix+id+"-*")); len(m) > 0 {
 			continue
 		}
 		if _, free := homeLockFree(stateDir, id); free {

@@ -1,4 +1,4 @@
-package runner
+package home
 
 import (
 	"os"
@@ -14,7 +14,7 @@ func TestSweepTmpHomes(t *testing.T) {
 	state := t.TempDir()
 	old := time.Now().Add(-2 * time.Minute)
 	mk := func(id string, age time.Time) string {
-		d, err := os.MkdirTemp("", tmpHomePrefix+id+"-")
+		d, err := os.MkdirTemp("", TmpPrefix+id+"-")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,23 +29,23 @@ func TestSweepTmpHomes(t *testing.T) {
 	}
 	const deadID, liveID, unregID = "dead00000000000a", "11ee00000000000b", "feed0000000000cd"
 	dead := mk(deadID, old)
-	l, err := registerTmpHome(state, deadID)
+	l, err := RegisterTmp(state, deadID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Close() // its sbx died
 	live := mk(liveID, old)
-	hold, err := registerTmpHome(state, liveID)
+	hold, err := RegisterTmp(state, liveID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hold.Close()
 	unreg := mk(unregID, old)
-	sweepTmpHomes(state)
+	SweepTmp(state)
 	if _, err := os.Stat(dead); err == nil {
 		t.Error("the dead run's throwaway home is still there")
 	}
-	if _, err := os.Stat(tmpHomeLock(state, deadID)); err == nil {
+	if _, err := os.Stat(TmpLock(state, deadID)); err == nil {
 		t.Error("the dead run's record is still there")
 	}
 	for _, d := range []string{live, unreg} {
