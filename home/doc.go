@@ -2,5 +2,7 @@
 // registered under the state dir by a lock their run holds so that a later
 // run can sweep those whose run is gone ([SweepTmp]), and the repair of a
 // persistent sbx home that an earlier run as root left entries in
-// ([Repair]).
+// ([Repair]), and the mount points a run's binds need in the home, made
+// and removed as the user without following a symlink
+// ([MakeMountPoints]).
 package home

@@ -35,7 +35,7 @@ import (
 //     source's device, so a swapped source shows as another identity;
 //   - mount points that runc would otherwise create inside the sbx home,
 //     which every run of the workspace can write, are created first, as
-//     the user and without following a symlink (makeMountPoints, mountpoints.go).
+//     the user and without following a symlink (home.MakeMountPoints).
 //
 // Verifying after the mount was chosen over mounting from the descriptor
 // itself: runc init runs in a new mount namespace, where a
@@ -169,13 +169,6 @@ func (o *Options) holdRest(spec *sandbox.Spec) error {
 func (o *Options) tmpHomeIn(spec *sandbox.Spec, b sandbox.Bind, real string) bool {
 	return o.Home == HomeTmp && b.Source == spec.Home &&
 		real == filepath.Join(hostfs.ResolvePrefix(filepath.Dir(b.Source)), filepath.Base(b.Source))
-}
-
-func fileKind(dir bool) string {
-	if dir {
-		return "directory"
-	}
-	return "file"
 }
 
 // verifyMounts checks, once the sandbox's mounts are in place and before

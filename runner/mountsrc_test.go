@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/home"
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"golang.org/x/sys/unix"
@@ -75,7 +76,7 @@ func TestMakeMountPoints(t *testing.T) {
 	spec.HomeInside = filepath.Dir(dir)
 	spec.ReadOnly = []string{src}
 	rel, _ := filepath.Rel(spec.HomeInside, src)
-	if err := o.makeMountPoints(spec); err != nil {
+	if err := home.MakeMountPoints(o.cred, spec); err != nil {
 		t.Fatalf("makeMountPoints: %v", err)
 	}
 	fi, err := os.Lstat(filepath.Join(spec.Home, rel))
@@ -92,7 +93,7 @@ func TestMakeMountPoints(t *testing.T) {
 	if err := os.Symlink(outside, first); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.makeMountPoints(spec); !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
+	if err := home.MakeMountPoints(o.cred, spec); !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
 		t.Fatalf("makeMountPoints through a symlink: %v, want a refusal", err)
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {

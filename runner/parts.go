@@ -7,6 +7,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
+	"github.com/sbx-sandbox/sbx/home"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/sandbox"
@@ -182,7 +183,7 @@ func (t *copyBackPart) close(r *run) {
 	if inside != "" {
 		// The staged files are in the run dir; its mount point in the
 		// shared home is an empty directory no other run uses.
-		r.o.removeMountPoint(r.spec, inside)
+		home.RemoveMountPoint(r.o.cred, r.spec, inside)
 	}
 }
 

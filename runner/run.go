@@ -156,7 +156,7 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if err := o.complete(spec, staged); err != nil {
 		return res, err
 	}
-	if err := o.makeMountPoints(spec); err != nil {
+	if err := home.MakeMountPoints(o.cred, spec); err != nil {
 		return res, err
 	}
 	if err := r.prepareAll(); err != nil {

@@ -1,4 +1,4 @@
-package runner
+package home
 
 import (
 	"errors"
@@ -89,17 +89,17 @@ func homeMountPoints(spec *sandbox.Spec) []homeMount {
 	return out
 }
 
-// makeMountPoints creates, with the user's identity, the mount points of
+// MakeMountPoints creates, with the user's identity (c), the mount points of
 // spec that lie in its home (see homeMountPoints) and are missing: empty
 // directories (0700) and empty files (0600). An existing one is kept when
 // it is of the right kind; a symlink on the way (planted by a sandbox) is
 // never followed and fails the run.
-func (o *Options) makeMountPoints(spec *sandbox.Spec) error {
+func MakeMountPoints(c hostfs.Cred, spec *sandbox.Spec) error {
 	mps := homeMountPoints(spec)
 	if len(mps) == 0 {
 		return nil
 	}
-	return o.cred.Do(func() error {
+	return c.Do(func() error {
 		home, err := hostfs.OpenDir(spec.Home, nil)
 		if err != nil {
 			return fmt.Errorf("open the sandbox home %s: %w", spec.Home, err)
@@ -148,15 +148,15 @@ func makeMountPoint(home *hostfs.Dir, mp homeMount) error {
 	return err
 }
 
-// removeMountPoint removes the empty directory that makeMountPoints made
+// RemoveMountPoint removes the empty directory that MakeMountPoints made
 // in the home for inside (a path below HomeInside), with the user's
-// identity; one that is not empty (written while unmounted) is left.
-func (o *Options) removeMountPoint(spec *sandbox.Spec, inside string) {
+// identity (c); one that is not empty (written while unmounted) is left.
+func RemoveMountPoint(c hostfs.Cred, spec *sandbox.Spec, inside string) {
 	rel, err := filepath.Rel(spec.HomeInside, inside)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 		return
 	}
-	_ = o.cred.Do(func() error {
+	_ = c.Do(func() error {
 		home, err := hostfs.OpenDir(spec.Home, nil)
 		if err != nil {
 			return err
@@ -167,4 +167,11 @@ func (o *Options) removeMountPoint(spec *sandbox.Spec, inside string) {
 		}
 		return home.Remove(filepath.ToSlash(rel))
 	})
+}
+
+func fileKind(dir bool) string {
+	if dir {
+		return "directory"
+	}
+	return "file"
 }

@@ -1,4 +1,4 @@
-package runner
+package home
 
 import (
 	"reflect"
