@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sbx-sandbox/sbx/egress"
+	"github.com/sbx-sandbox/sbx/home"
 	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/refuse"
 	"github.com/sbx-sandbox/sbx/invoker"
@@ -186,13 +187,13 @@ type Options struct {
 	discoverNote string
 	notFound     string
 	// rwCopies are the --rw files copied into the run dir (rwfile.go).
-	rwCopies []rwCopy
+	rwCopies []home.RWCopy
 	// held are the run's mount sources, by real path, as resolvePaths
 	// (and holdRest) opened and checked them (see mountsrc.go); closed
 	// when Run returns.
 	held map[string]*hostfs.Held
-	// runDir is the run's private state (rundir.go).
-	runDir *runDir
+	// runDir is the run's private state (see home.RunDir).
+	runDir *home.RunDir
 }
 
 // resolvePaths resolves every host path of o once, as the invoking user,

@@ -192,7 +192,7 @@ func (t *copyBackPart) close(r *run) {
 type rwCopyBackPart struct{ base }
 
 func (rwCopyBackPart) close(r *run) {
-	if err := r.o.copyBackRW(r.o.rwCopies, r.o.runDir, r.spec.ID); err != nil {
+	if err := home.CopyBackRW(r.o.rwCopies, r.o.runDir, r.spec.ID, r.o.cred, realPath(r.o.who.Home), r.o.Log); err != nil {
 		fmt.Fprintf(r.o.Log, "sbx: copying --rw files back: %s\n", safetext.Escape(err.Error()))
 		if r.res.CopyBackErr == nil {
 			r.res.CopyBackErr = err

@@ -218,7 +218,7 @@ func (o *Options) housekeeping() {
 	if err := stage.Recover(stage.StateDir(o.StateDir), safetext.LineWriter(o.Log)); err != nil {
 		fmt.Fprintf(o.Log, "sbx: warning: recovering staged files of an earlier run: %s\n", safetext.Escape(err.Error()))
 	}
-	sweepRunDirs(o.StateDir, o.Log) // after Recover has copied back from them
+	home.SweepRunDirs(o.StateDir, o.Log) // after Recover has copied back from them
 }
 
 // complete fills in the rest of the spec, before the sandbox is created
@@ -528,18 +528,18 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		return nil, nop, err
 	}
 	protect.DropMasked(&prot, hidden)
-	home, homeCleanup, err := o.homeDir(who, id, ws)
+	sbxHome, homeCleanup, err := o.homeDir(who, id, ws)
 	if err != nil {
 		return nil, nop, err
 	}
-	rd, err := newRunDir(o.StateDir, id, o.cred)
+	rd, err := home.NewRunDir(o.StateDir, id, o.cred)
 	if err != nil {
 		homeCleanup()
 		return nil, nop, err
 	}
 	o.runDir = rd
 	cleanup := func() {
-		rd.remove(stage.StateDir(o.StateDir))
+		rd.Remove(stage.StateDir(o.StateDir))
 		homeCleanup()
 	}
 	var hiddenFile string
@@ -549,9 +549,10 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 			return nil, nop, err
 		}
 	}
-	rw, rwCopies := o.splitRWFiles(rw, ws) // see rwfile.go
+	rwScope := home.RWScope{WS: ws, Write: o.Write, RO: o.ro, RW: o.rw, UserHome: o.who.Home, Cred: o.cred, Log: o.Log}
+	rw, rwCopies := rwScope.SplitRWFiles(rw)
 	var runBinds []sandbox.Bind
-	if o.rwCopies, runBinds, err = o.copyInRW(rwCopies, rd, home, homeInside); err != nil {
+	if o.rwCopies, runBinds, err = rwScope.CopyInRW(rwCopies, rd, sbxHome, homeInside); err != nil {
 		cleanup()
 		return nil, nop, err
 	}
@@ -566,7 +567,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 		Cwd:        wd,
 		Workspace:  ws,
 		Write:      o.Write,
-		Home:       home,
+		Home:       sbxHome,
 		HomeInside: homeInside,
 		ReadOnly:   ro,
 		ReadWrite:  rw,
@@ -756,7 +757,7 @@ func stagePaths(spec *sandbox.Spec, o *Options, stateDir string) (*stage.Plan, e
 		Env:               env,
 		SandboxHome:       spec.Home,
 		SandboxHomeInside: spec.HomeInside,
-		RunDir:            o.runDir.sub(runStageDir),
+		RunDir:            o.runDir.Sub(home.RunStageDir),
 		StateDir:          stateDir,
 		RunID:             spec.ID,
 		Warn:              safetext.LineWriter(o.Log), // names the sandbox wrote or the argv chose

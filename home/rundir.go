@@ -1,4 +1,4 @@
-package runner
+package home
 
 import (
 	"encoding/json"
@@ -32,8 +32,8 @@ import (
 // a later run's sweep remove the dir of a killed run, after stage.Recover
 // has copied back what it staged.
 
-// runDir is one run's private state directory.
-type runDir struct {
+// RunDir is one run's private state directory.
+type RunDir struct {
 	path     string
 	dir      *hostfs.Dir // opened by sbx itself: the user cannot search root's state dir
 	lock     *os.File    // flock'ed for the run's life, linked at lockPath
@@ -43,17 +43,17 @@ type runDir struct {
 
 // Subdirectories of a run dir.
 const (
-	runStageDir = "stage" // package stage's RunDir
+	RunStageDir = "stage" // package stage's RunDir
 	runRWDir    = "rw"    // copies of single --rw files
 )
 
 func runsDir(stateDir string) string { return filepath.Join(stateDir, "runs") }
 
-// newRunDir creates run id's dir, already registered (its lock held), and
+// NewRunDir creates run id's dir, already registered (its lock held), and
 // gives it to the user c: the dir is made by sbx in its own state dir (the
 // user may not write there) and handed over by descriptor; what is inside
 // is made with the user's identity.
-func newRunDir(stateDir, id string, c hostfs.Cred) (*runDir, error) {
+func NewRunDir(stateDir, id string, c hostfs.Cred) (*RunDir, error) {
 	parent := runsDir(stateDir)
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
@@ -69,8 +69,8 @@ func newRunDir(stateDir, id string, c hostfs.Cred) (*runDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
-	r := &runDir{path: filepath.Join(parent, id), lock: lock, lockPath: lockPath, cred: c}
-	fail := func(err error) (*runDir, error) {
+	r := &RunDir{path: filepath.Join(parent, id), lock: lock, lockPath: lockPath, cred: c}
+	fail := func(err error) (*RunDir, error) {
 		if r.dir != nil {
 			r.dir.Close()
 		}
@@ -91,7 +91,7 @@ func newRunDir(stateDir, id string, c hostfs.Cred) (*runDir, error) {
 		}
 	}
 	err = c.Do(func() error {
-		for _, sub := range []string{runStageDir, runRWDir} {
+		for _, sub := range []string{RunStageDir, runRWDir} {
 			if err := r.dir.Mkdir(sub, 0o700); err != nil {
 				return err
 			}
@@ -105,12 +105,12 @@ func newRunDir(stateDir, id string, c hostfs.Cred) (*runDir, error) {
 }
 
 // sub is the host path of a subdirectory of r.
-func (r *runDir) sub(name string) string { return filepath.Join(r.path, name) }
+func (r *RunDir) Sub(name string) string { return filepath.Join(r.path, name) }
 
 // remove removes r once its copy-back is done; while package stage still
 // needs it for a retry (a failed copy-back), it stays for a later run's
 // sweep. Either way r's lock is let go.
-func (r *runDir) remove(stagingState string) {
+func (r *RunDir) Remove(stagingState string) {
 	defer r.lock.Close()
 	defer r.dir.Close()
 	if stage.Pending(stagingState, r.path) {
@@ -139,11 +139,11 @@ func emptyAsUser(c hostfs.Cred, d *hostfs.Dir) error {
 	})
 }
 
-// sweepRunDirs removes the run dirs of runs whose sbx is gone (their lock
+// SweepRunDirs removes the run dirs of runs whose sbx is gone (their lock
 // is free) and whose copy-back stage.Recover has finished, each emptied
 // as its owner, and the records of those runs. The --rw copies of a
 // killed run are copied back first, as for a run that ended.
-func sweepRunDirs(stateDir string, log io.Writer) {
+func SweepRunDirs(stateDir string, log io.Writer) {
 	parent, err := filepath.EvalSymlinks(runsDir(stateDir))
 	if err != nil {
 		return
@@ -201,7 +201,7 @@ func removeRunDir(p string, log io.Writer) {
 	id := filepath.Base(p)
 	if copies := readRWRecord(owner, d); len(copies) > 0 {
 		fmt.Fprintf(log, "sbx: copying back the --rw files of run %s (its sbx is gone)\n", id)
-		if err := copyBackRW(copies, &runDir{path: p, dir: d}, id, owner, ownerHome(owner.UID), log); err != nil {
+		if err := CopyBackRW(copies, &RunDir{path: p, dir: d}, id, owner, ownerHome(owner.UID), log); err != nil {
 			fmt.Fprintf(log, "sbx: warning: %v\n", err)
 		}
 	}
@@ -211,8 +211,8 @@ func removeRunDir(p string, log io.Writer) {
 }
 
 // readRWRecord reads the record of a run dir's --rw copies, as its owner.
-func readRWRecord(owner hostfs.Cred, d *hostfs.Dir) []rwCopy {
-	var copies []rwCopy
+func readRWRecord(owner hostfs.Cred, d *hostfs.Dir) []RWCopy {
+	var copies []RWCopy
 	_ = owner.Do(func() error {
 		f, err := d.Open(rwRecord)
 		if err != nil {

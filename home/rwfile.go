@@ -1,4 +1,4 @@
-package runner
+package home
 
 import (
 	"bytes"
@@ -42,10 +42,10 @@ import (
 // maxRWCopy is the largest file copied in and back (larger ones are bound).
 const maxRWCopy = 64 << 20
 
-// rwCopy is one --rw file copied into the run dir. The run's copies are
+// RWCopy is one --rw file copied into the run dir. The run's copies are
 // recorded there too (rwRecord), so that the sweep after a killed run can
 // copy them back (see sweepRunDirs).
-type rwCopy struct {
+type RWCopy struct {
 	Host string      `json:"host"` // the resolved host path
 	Name string      `json:"name"` // its copy's name in the run dir's rw/
 	Sum  [32]byte    `json:"sum"`  // of what was copied in
@@ -56,9 +56,25 @@ type rwCopy struct {
 // (which no sandbox sees: only each copy is bound).
 const rwRecord = "rw.json"
 
-// splitRWFiles takes the single files out of rw that need no bind: those
+// RWScope is what SplitRWFiles and CopyInRW need to know of a run.
+type RWScope struct {
+	// WS is the workspace, writable under Write.
+	WS    string
+	Write bool
+	// RO and RW are the run's --ro and --rw paths (resolved).
+	RO, RW []string
+	// UserHome is the invoking user's home.
+	UserHome string
+	// Cred is the invoking user's, whose rights every copy uses.
+	Cred hostfs.Cred
+	// Log receives sbx's messages.
+	Log io.Writer
+}
+
+// SplitRWFiles takes the single files out of rw that need no bind: those
 // in the writable workspace and those copied into the home (returned).
-func (o *Options) splitRWFiles(rw []string, ws string) (binds, copies []string) {
+func (o RWScope) SplitRWFiles(rw []string) (binds, copies []string) {
+	ws := o.WS
 	for _, p := range rw {
 		fi, err := os.Stat(p)
 		switch {
@@ -66,7 +82,7 @@ func (o *Options) splitRWFiles(rw []string, ws string) (binds, copies []string) 
 			binds = append(binds, p)
 		case o.Write && hostfs.Under(p, ws):
 			// Shown by the workspace itself.
-		case o.who.Home != "" && o.who.Home != "/" && hostfs.Under(p, realPath(o.who.Home)) && p != realPath(o.who.Home) &&
+		case o.UserHome != "" && o.UserHome != "/" && hostfs.Under(p, realPath(o.UserHome)) && p != realPath(o.UserHome) &&
 			!hostfs.Under(p, ws) && fi.Size() <= maxRWCopy && !o.mountedElsewhere(p):
 			copies = append(copies, p)
 		default:
@@ -78,8 +94,8 @@ func (o *Options) splitRWFiles(rw []string, ws string) (binds, copies []string) 
 
 // mountedElsewhere reports whether p lies below another --ro or --rw
 // directory (which would hide the home's copy).
-func (o *Options) mountedElsewhere(p string) bool {
-	for _, m := range append(append([]string{}, o.ro...), o.rw...) {
+func (o RWScope) mountedElsewhere(p string) bool {
+	for _, m := range append(append([]string{}, o.RO...), o.RW...) {
 		if m != p && hostfs.Under(p, m) {
 			return true
 		}
@@ -87,22 +103,22 @@ func (o *Options) mountedElsewhere(p string) bool {
 	return false
 }
 
-// copyInRW copies each file of copies into the run dir rd as the user
+// CopyInRW copies each file of copies into the run dir rd as the user
 // and returns the binds that show each at its place below homeInside (the
 // sbx home, home on the host).
-func (o *Options) copyInRW(copies []string, rd *runDir, home, homeInside string) ([]rwCopy, []sandbox.Bind, error) {
+func (o RWScope) CopyInRW(copies []string, rd *RunDir, home, homeInside string) ([]RWCopy, []sandbox.Bind, error) {
 	var (
-		out   []rwCopy
+		out   []RWCopy
 		binds []sandbox.Bind
 	)
-	userHome := realPath(o.who.Home)
+	userHome := realPath(o.UserHome)
 	for i, p := range copies {
 		rel, err := filepath.Rel(userHome, p)
 		if err != nil {
 			return nil, nil, err
 		}
-		c := rwCopy{Host: p, Name: strconv.Itoa(i)}
-		err = o.cred.Do(func() error {
+		c := RWCopy{Host: p, Name: strconv.Itoa(i)}
+		err = o.Cred.Do(func() error {
 			f, err := hostfs.OpenPath(p, unix.O_RDONLY|unix.O_NONBLOCK)
 			if err != nil {
 				return err
@@ -137,7 +153,7 @@ func (o *Options) copyInRW(copies []string, rd *runDir, home, homeInside string)
 		}
 		out = append(out, c)
 		binds = append(binds, sandbox.Bind{
-			Source:      filepath.Join(rd.sub(runRWDir), c.Name),
+			Source:      filepath.Join(rd.Sub(runRWDir), c.Name),
 			Destination: filepath.Join(homeInside, rel),
 			Writable:    true,
 		})
@@ -145,7 +161,7 @@ func (o *Options) copyInRW(copies []string, rd *runDir, home, homeInside string)
 	if len(out) > 0 {
 		data, err := json.Marshal(out)
 		if err == nil {
-			err = o.cred.Do(func() error { return replaceIn(rd.dir, rwRecord, data, 0o600) })
+			err = o.Cred.Do(func() error { return replaceIn(rd.dir, rwRecord, data, 0o600) })
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("--rw: record the copies: %w", err)
@@ -180,15 +196,10 @@ func emptyStaleCopy(home, rel string, sum [32]byte) bool {
 	return f.Truncate(0) == nil
 }
 
-// copyBackRW copies back, after the run, each file the program changed.
-func (o *Options) copyBackRW(copies []rwCopy, rd *runDir, id string) error {
-	return copyBackRW(copies, rd, id, o.cred, realPath(o.who.Home), o.Log)
-}
-
-// copyBackRW copies back each of copies that the program changed, with
+// CopyBackRW copies back each of copies that the program changed, with
 // the identity c; a copy that cannot come back is kept below home (see
 // keepRW).
-func copyBackRW(copies []rwCopy, rd *runDir, id string, c hostfs.Cred, home string, log io.Writer) error {
+func CopyBackRW(copies []RWCopy, rd *RunDir, id string, c hostfs.Cred, home string, log io.Writer) error {
 	var errs []error
 	for _, cp := range copies {
 		if err := c.Do(func() error { return cp.back(rd, id, log) }); err != nil {
@@ -209,7 +220,7 @@ const keptRWDir = ".local/share/sbx/kept"
 // ~/.local/share/sbx/kept/<id>/ below home with the identity cred (never
 // in the sbx home, which other runs share), and returns its path ("" if
 // it could not, or if it is no regular file: that is never copied).
-func keepRW(c rwCopy, rd *runDir, id string, cred hostfs.Cred, home string) string {
+func keepRW(c RWCopy, rd *RunDir, id string, cred hostfs.Cred, home string) string {
 	if home == "" || home == "/" || !filepath.IsAbs(home) {
 		return ""
 	}
@@ -243,7 +254,7 @@ func keepRW(c rwCopy, rd *runDir, id string, cred hostfs.Cred, home string) stri
 	return filepath.Join(home, rel)
 }
 
-func (c rwCopy) back(rd *runDir, id string, log io.Writer) error {
+func (c RWCopy) back(rd *RunDir, id string, log io.Writer) error {
 	f, err := rd.dir.Open(path.Join(runRWDir, c.Name))
 	if errors.Is(err, unix.ENOENT) {
 		fmt.Fprintf(log, "sbx: --rw %s: the program removed it; the host's file is kept\n", c.Host)
@@ -342,4 +353,12 @@ func replaceIn(d *hostfs.Dir, name string, data []byte, perm os.FileMode) error 
 		_ = d.Remove(tmp)
 	}
 	return werr
+}
+
+// realPath is p with symlinks resolved, or p when that fails.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
