@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // TestCopyBackSessionDirSwappedForSymlink is the attack of issue #13: the
@@ -178,7 +179,7 @@ func TestRecoverDiscardsOldManifest(t *testing.T) {
 // the user owns.
 func TestStagingAsUser(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to act for another user")
+		sbxtest.Skip(t, sbxtest.Root, "needs root to act for another user")
 	}
 	const uid = 65534
 	e := newEnv(t)
