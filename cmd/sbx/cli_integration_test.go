@@ -94,7 +94,7 @@ func TestDocumentedFlagsParse(t *testing.T) {
 		"memory": {"64m"}, "cpus": {"0.5"}, "pids": {"10"}, "timeout": {"1s"}, "tty": {"never"},
 		"policy": {"auto"}, "violations": {filepath.Join(b.tempDir(), "v.jsonl")},
 		"allow-host": {"api.example.com"}, "net": {"loopback"}, "publish": {"8080"},
-		"profile": {"claude"}, "settings": {"s.json"}, "mask": {".env"}, "protect": {".env"},
+		"profile": {"claude"}, "settings": {"s.json"}, "tighten-settings": {"s.json"}, "mask": {".env"}, "protect": {".env"},
 	}
 	for _, f := range runHelpFlags {
 		dash := "--"
