@@ -304,15 +304,15 @@ func TestRecoverThrowawayHome(t *testing.T) {
 func TestNewSessionDirCreatedAsUser(t *testing.T) {
 	e := newEnv(t)
 	o := e.opts()
-	uid := os.Geteuid()
+	uid, gid := os.Geteuid(), os.Getegid()
 	if uid == 0 {
-		uid = 65534
+		uid, gid = 65534, 65534
 		must(t, os.Chmod(e.base, 0o755))
 		must(t, os.Chmod(filepath.Dir(e.base), 0o755))
 		for _, d := range []string{e.allowed, e.outside, e.run} {
-			must(t, os.Chown(d, uid, uid))
+			must(t, os.Chown(d, uid, gid))
 		}
-		o.Cred = hostfs.Cred{UID: uid, GID: uid}
+		o.Cred = hostfs.Cred{UID: uid, GID: gid}
 	}
 	s := filepath.Join(e.allowed, "sessions", "--w--", "s.jsonl")
 	out := filepath.Join(e.outside, "sessions", "new")
@@ -326,7 +326,7 @@ func TestNewSessionDirCreatedAsUser(t *testing.T) {
 		t.Errorf("a directory outside the roots was created (%q)", argv[4])
 	}
 	e.sandboxWrite(argv[2], "turn\n")
-	must(t, os.Chown(e.hostOf(argv[2]), uid, uid)) // the program writes as the user
+	must(t, os.Chown(e.hostOf(argv[2]), uid, gid)) // the program writes as the user
 	e.finish(p)
 	if read(t, s) != "turn\n" {
 		t.Error("the transcript did not come back")

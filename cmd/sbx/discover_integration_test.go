@@ -121,6 +121,7 @@ func TestDiscoverUnderSudo(t *testing.T) {
 	if rootless() {
 		t.Skip("sudo is root's")
 	}
+	requireRoot(t) // creates and acts for another user
 	u, err := ensureTestUser("sbx-rootless-test")
 	if err != nil {
 		t.Fatal(err)
