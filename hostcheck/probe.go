@@ -92,6 +92,16 @@ func belowFloor(err error, f bpf.Floor, what string, k bpf.KernelVersion) error 
 	return err
 }
 
+// selfID identifies the running binary (device, inode, size and
+// modification time of /proc/self/exe), so that a rebuilt sbx probes again.
+func selfID() string {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/exe", &st); err != nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%d:%d:%d:%d", st.Dev, st.Ino, st.Size, st.Mtim.Nano())
+}
+
 func feature(info string, err error) policy.Feature {
 	if err != nil {
 		return policy.Absent(err)
@@ -217,8 +227,9 @@ func cachedLSMProbe(stateDir string) error {
 	if err != nil || stateDir == "" {
 		return lsmProbe()
 	}
-	// Another build's verdict is about other programs.
-	key := strings.TrimSpace(string(boot)) + " " + lsm.Version()
+	// Another build's verdict is about other programs, or worded
+	// otherwise: the key names the program set and this binary.
+	key := strings.TrimSpace(string(boot)) + " " + lsm.Version() + " " + selfID()
 	path := filepath.Join(stateDir, "lsm-probe")
 	if data, err := os.ReadFile(path); err == nil {
 		if k, verdict, ok := strings.Cut(string(data), "\n"); ok && k == key {

@@ -124,8 +124,12 @@ func loadError(err error) error {
 	case errors.Is(err, unix.EPERM):
 		// cilium's hint about MEMLOCK does not apply: since 5.11 BPF
 		// memory is charged to the memory cgroup.
-		msg := strings.TrimSuffix(err.Error(), " (MEMLOCK may be too low, consider rlimit.RemoveMemlock)")
-		return fmt.Errorf("%w: %s", ErrRefused, msg)
+		// Which program or map the kernel refused first depends on
+		// the load order (a Go map's): the refusal is the set's, and
+		// its wording must be the same for every load (doctor's and
+		// each run's agree). The memlock limit is lifted before any
+		// load (bpf.PrepareLoad), so cilium's hint does not apply.
+		return fmt.Errorf("%w: %w", ErrRefused, unix.EPERM)
 	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, unix.EINVAL) && !isVerifierError(err),
 		errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
 		return fmt.Errorf("%w: BPF LSM programs not supported by this kernel (CONFIG_BPF_LSM): %w", bpf.ErrNotSupported, err)

@@ -156,7 +156,13 @@ func raceRun(t *testing.T, b *box, bin string, k swapKind, p string, env []strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		proc := b.startCmd(opts{stdin: bytes.NewReader(data), env: env}, bin, "exec")
+		args := []string{"exec"}
+		if _, ok := req["ro"]; ok {
+			// The harness allows ro paths in the race's directory
+			// (whose entries are swapped; the root itself is not).
+			args = append(args, "--ro-root", filepath.Dir(p))
+		}
+		proc := b.startCmd(opts{stdin: bytes.NewReader(data), env: env}, bin, args...)
 		proc.ownNoteCheck = true
 		r := proc.wait()
 		if r.code != 0 {
@@ -522,7 +528,8 @@ func TestExecResolvesAsUser(t *testing.T) {
 	}
 	sudo := []string{fmt.Sprintf("SUDO_UID=%d", u.uid), fmt.Sprintf("SUDO_GID=%d", u.gid), "SUDO_USER=" + u.name}
 
-	p := b.startCmd(opts{stdin: bytes.NewReader(data), env: sudo}, sbxBin, "exec")
+	roRoot := []string{"exec", "--ro-root", filepath.Dir(locked)}
+	p := b.startCmd(opts{stdin: bytes.NewReader(data), env: sudo}, sbxBin, roRoot...)
 	p.ownNoteCheck = true
 	r := p.wait()
 	res := parseResult(t, r.stdout)
@@ -534,7 +541,7 @@ func TestExecResolvesAsUser(t *testing.T) {
 	if err := os.Chown(b.ws, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	p = b.startCmd(opts{stdin: bytes.NewReader(data)}, sbxBin, "exec")
+	p = b.startCmd(opts{stdin: bytes.NewReader(data)}, sbxBin, roRoot...)
 	p.ownNoteCheck = true
 	r = p.wait()
 	res = parseResult(t, r.stdout)
