@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(libseccomp-dev gcc make pkg-config clang llvm libbpf-dev bpftool
       bubblewrap hyperfine util-linux tmux busybox-static cpio qemu-system-x86
       iproute2 curl python3 netcat-openbsd gcc-multilib
-      debootstrap e2fsprogs sudo file man-db zsh fish socat ripgrep)
+      debootstrap e2fsprogs sudo file man-db zsh fish socat ripgrep nodejs)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // node22 is the Node used for pi (env-proxy support needs 22.21+); the e2e
@@ -119,7 +121,7 @@ func TestClientsHonourProxyEnv(t *testing.T) {
 	t.Run("python", func(t *testing.T) {
 		py, err := exec.LookPath("python3")
 		if err != nil {
-			t.Skip("python3 not installed")
+			sbxtest.Skip(t, sbxtest.Python3, "python3 not installed")
 		}
 		// The real interpreter, not a pyenv shim.
 		if out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output(); err == nil {

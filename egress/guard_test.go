@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 func TestSpecial(t *testing.T) {
@@ -167,7 +169,7 @@ func TestHostAddrsWatch(t *testing.T) {
 		t.Errorf("routeLocal(127.0.0.2) = %v, %v; want true", local, err)
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("adding an address to lo needs root")
+		sbxtest.Skip(t, sbxtest.Root, "adding an address to lo needs root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("no ip command")

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // soNetnsCookie is SO_NETNS_COOKIE (Linux 5.14, asm-generic value; not in
@@ -23,7 +25,7 @@ const soNetnsCookie = 71
 func newNetns(t *testing.T) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a network namespace")
+		sbxtest.Skip(t, sbxtest.Root, "needs root: creates a network namespace")
 	}
 	type result struct {
 		f   *os.File

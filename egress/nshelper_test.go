@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // TestMain lets the test binary be the rootless namespace helper, as sbx's
@@ -31,7 +33,7 @@ func TestMain(m *testing.M) {
 // is not reachable from the namespace.
 func TestNetns(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates namespaces")
+		sbxtest.Skip(t, sbxtest.Root, "needs root: creates namespaces")
 	}
 	host, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {

@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // escaped is the helper's exit status when an attack got through.
@@ -126,8 +128,11 @@ type box struct {
 // newBox skips t unless root, marks it parallel and makes its workspace.
 func newBox(t *testing.T) *box {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real sandboxes; skipped with -short")
+	}
 	if !isRoot {
-		t.Skip("sbx run needs root (namespaces, cgroups, BPF); run go test as root")
+		sbxtest.Skip(t, sbxtest.Root, "sbx run needs root (namespaces, cgroups, BPF); run go test as root")
 	}
 	t.Parallel()
 	return newSerialBox(t)
@@ -136,8 +141,11 @@ func newBox(t *testing.T) *box {
 // newSerialBox is newBox for a test that must not run beside the others.
 func newSerialBox(t *testing.T) *box {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real sandboxes; skipped with -short")
+	}
 	if !isRoot {
-		t.Skip("sbx run needs root (namespaces, cgroups, BPF); run go test as root")
+		sbxtest.Skip(t, sbxtest.Root, "sbx run needs root (namespaces, cgroups, BPF); run go test as root")
 	}
 	ws := t.TempDir()
 	// The program has no capabilities: make the path traversable.

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 func TestDirNeverFollowsSymlinks(t *testing.T) {
@@ -107,7 +109,7 @@ func TestRemoveAllKeepsSymlinkTargets(t *testing.T) {
 // switched identity.
 func TestCredDo(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch identity")
+		sbxtest.Skip(t, sbxtest.Root, "needs root to switch identity")
 	}
 	const uid, gid = 65534, 65534
 	c := Cred{UID: uid, GID: gid}
@@ -160,7 +162,7 @@ func must(t *testing.T, err error) {
 // and a refused entry keeps its owner.
 func TestChownIf(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("changing an owner to another user needs root")
+		sbxtest.Skip(t, sbxtest.Root, "changing an owner to another user needs root")
 	}
 	const uid = 65534
 	root := t.TempDir()

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // dropHelperEnv runs TestDropBoundingSetHelper as the helper process.
@@ -37,7 +39,7 @@ func TestDropBoundingSetHelper(t *testing.T) {
 // capability; one that can drops it all.
 func TestDropBoundingSet(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the helper as another user")
+		sbxtest.Skip(t, sbxtest.Root, "needs root to run the helper as another user")
 	}
 	// A copy of the test binary the other user can run.
 	dir := t.TempDir()

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // landlockChildEnv makes the test binary act as a restricted child: it
@@ -87,7 +89,7 @@ func runLandlockChild(t *testing.T, policy string, ops string) map[string]string
 
 func TestLandlockEnforced(t *testing.T) {
 	if _, err := LandlockABI(); err != nil {
-		t.Skipf("kernel lacks Landlock: %v", err)
+		sbxtest.Skip(t, sbxtest.Landlock, fmt.Sprintf("kernel lacks Landlock: %v", err))
 	}
 	base := t.TempDir()
 	ro, rw, out := filepath.Join(base, "ro"), filepath.Join(base, "rw"), filepath.Join(base, "outside")
@@ -150,7 +152,7 @@ func TestLandlockEnforced(t *testing.T) {
 
 func TestLandlockCanaryDetectsMissingPolicy(t *testing.T) {
 	if _, err := LandlockABI(); err != nil {
-		t.Skipf("kernel lacks Landlock: %v", err)
+		sbxtest.Skip(t, sbxtest.Landlock, fmt.Sprintf("kernel lacks Landlock: %v", err))
 	}
 	// A policy that grants the canary's own directory cannot be proven:
 	// the canary opens, and applyLandlock must refuse.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 func TestRootOnlyMode(t *testing.T) {
@@ -37,7 +39,7 @@ func TestRootOnlyMode(t *testing.T) {
 // test runs as root, so its files are owned by uid 0.
 func TestRootOnly(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root (files owned by uid 0)")
+		sbxtest.Skip(t, sbxtest.Root, "needs root (files owned by uid 0)")
 	}
 	dir := t.TempDir()
 	mk := func(rel string, mode fs.FileMode, isDir bool) {

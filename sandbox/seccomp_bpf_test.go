@@ -25,6 +25,8 @@ import (
 	libseccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // These tests check the filter as the kernel gets it:
@@ -319,7 +321,7 @@ func testBinary(t *testing.T) string {
 func needRoot(t *testing.T, why string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skipf("needs root: %s", why)
+		sbxtest.Skip(t, sbxtest.Root, fmt.Sprintf("needs root: %s", why))
 	}
 }
 

@@ -7,17 +7,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // TestWarmCgroupAttach checks that the warm-up names the cgroup2 cgroup this
 // process is really in and that writing to it moves nothing.
 func TestWarmCgroupAttach(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: writes cgroup.procs")
+		sbxtest.Skip(t, sbxtest.Root, "needs root: writes cgroup.procs")
 	}
 	procs, ok := ownCgroupProcs()
 	if !ok {
-		t.Skip("no cgroup2 hierarchy mounted")
+		sbxtest.Skip(t, sbxtest.Cgroup2, "no cgroup2 hierarchy mounted")
 	}
 	data, err := os.ReadFile(procs)
 	if err != nil {

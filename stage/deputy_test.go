@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/hostfs"
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // TestCopyBackSessionDirSwappedForSymlink is the attack of issue #13: the
@@ -178,7 +179,7 @@ func TestRecoverDiscardsOldManifest(t *testing.T) {
 // the user owns.
 func TestStagingAsUser(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to act for another user")
+		sbxtest.Skip(t, sbxtest.Root, "needs root to act for another user")
 	}
 	const uid = 65534
 	e := newEnv(t)
@@ -303,15 +304,15 @@ func TestRecoverThrowawayHome(t *testing.T) {
 func TestNewSessionDirCreatedAsUser(t *testing.T) {
 	e := newEnv(t)
 	o := e.opts()
-	uid := os.Geteuid()
+	uid, gid := os.Geteuid(), os.Getegid()
 	if uid == 0 {
-		uid = 65534
+		uid, gid = 65534, 65534
 		must(t, os.Chmod(e.base, 0o755))
 		must(t, os.Chmod(filepath.Dir(e.base), 0o755))
 		for _, d := range []string{e.allowed, e.outside, e.run} {
-			must(t, os.Chown(d, uid, uid))
+			must(t, os.Chown(d, uid, gid))
 		}
-		o.Cred = hostfs.Cred{UID: uid, GID: uid}
+		o.Cred = hostfs.Cred{UID: uid, GID: gid}
 	}
 	s := filepath.Join(e.allowed, "sessions", "--w--", "s.jsonl")
 	out := filepath.Join(e.outside, "sessions", "new")
@@ -325,7 +326,7 @@ func TestNewSessionDirCreatedAsUser(t *testing.T) {
 		t.Errorf("a directory outside the roots was created (%q)", argv[4])
 	}
 	e.sandboxWrite(argv[2], "turn\n")
-	must(t, os.Chown(e.hostOf(argv[2]), uid, uid)) // the program writes as the user
+	must(t, os.Chown(e.hostOf(argv[2]), uid, gid)) // the program writes as the user
 	e.finish(p)
 	if read(t, s) != "turn\n" {
 		t.Error("the transcript did not come back")

@@ -3,6 +3,7 @@ package lsm
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -30,6 +31,11 @@ func TestLoadFailuresFallBack(t *testing.T) {
 		{"verifier EINVAL (bpf_loop callbacks)", fmt.Errorf("program sbx_file_open: load program: %w", &ebpf.VerifierError{Cause: unix.EINVAL, Log: []string{"number of funcs in func_info doesn't match number of subprogs"}}), old, "needs Linux 5.17+ (bpf_loop); this is 5.10"},
 		{"unknown helper", fmt.Errorf("program sbx_socket_create: load program: %w", &ebpf.VerifierError{Cause: unix.EINVAL, Log: []string{"unknown func bpf_get_current_ancestor_cgroup_id#178"}}), old, "unknown func bpf_get_current_ancestor_cgroup_id"},
 		{"no BPF LSM", fmt.Errorf("program sbx_file_open: %w", ebpf.ErrNotSupported), bpf.KernelVersion{Major: 6, Minor: 1}, "not supported by this kernel"},
+	}
+	if os.Geteuid() != 0 {
+		// loadError reads an EPERM of an unprivileged process as the
+		// missing capabilities, not as the kernel's refusal.
+		cases[0].want = "needs root: CAP_BPF, CAP_SYS_ADMIN and CAP_MAC_ADMIN"
 	}
 	root := policy.Host{CapSysAdmin: true, CapNetAdmin: true, Landlock: policy.Present("ABI 3")}
 	for _, c := range cases {

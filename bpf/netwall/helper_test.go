@@ -17,6 +17,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/internal/bpftest"
 	"github.com/sbx-sandbox/sbx/canary"
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // The tests run real processes inside a temporary cgroup: the test binary
@@ -47,7 +48,7 @@ func openTestNet(t testing.TB, parent, pinRoot string) *Wall {
 	t.Helper()
 	n, err := Open(parent, &Options{PinRoot: pinRoot})
 	if errors.Is(err, bpf.ErrNotSupported) {
-		t.Skipf("kernel lacks cgroup BPF: %v", err)
+		sbxtest.Skip(t, sbxtest.CgroupBPF, fmt.Sprintf("kernel lacks cgroup BPF: %v", err))
 	}
 	if err != nil {
 		t.Fatalf("Open: %v", err)

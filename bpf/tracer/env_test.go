@@ -2,12 +2,14 @@ package tracer
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/internal/bpftest"
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // netEnv is a network wall (whose event maps the tracer writes into) on a
@@ -28,7 +30,7 @@ func newNetEnv(t testing.TB) *netEnv {
 	run := bpftest.CgroupDir(t, filepath.Join(parent, "run"))
 	n, err := netwall.Open(parent, &netwall.Options{PinRoot: pinRoot})
 	if errors.Is(err, bpf.ErrNotSupported) {
-		t.Skipf("kernel lacks cgroup BPF: %v", err)
+		sbxtest.Skip(t, sbxtest.CgroupBPF, fmt.Sprintf("kernel lacks cgroup BPF: %v", err))
 	}
 	if err != nil {
 		t.Fatalf("netwall.Open: %v", err)

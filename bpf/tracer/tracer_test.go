@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/events"
 	"github.com/sbx-sandbox/sbx/bpf/pin"
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // traceEnv is a wall and a tracer on a temporary parent cgroup, with the
@@ -55,7 +57,7 @@ func nobodyPython(t *testing.T, cgroup, dir, code string) string {
 	t.Helper()
 	py, err := exec.LookPath("/usr/bin/python3")
 	if err != nil {
-		t.Skipf("needs python3: %v", err)
+		sbxtest.Skip(t, sbxtest.Python3, fmt.Sprintf("needs python3: %v", err))
 	}
 	cmd := exec.Command(py, "-c", code)
 	cmd.Dir = dir

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,71 +22,37 @@ type streams struct {
 
 func stdStreams() streams { return streams{in: os.Stdin, out: os.Stdout, err: os.Stderr} }
 
-const usage = `sbx runs a program in a sandbox that the kernel enforces: it sees the host's
-system directories read-only, its workspace (read-only unless --write), a
-private home and /tmp, and nothing else; no network beyond its own loopback
-unless allowed (--allow-host), no capabilities, a seccomp filter and memory,
-CPU and process limits. No daemon, no image.
-
-Usage:
-  sbx run [flags] -- CMD [ARGS...]   run CMD in a new sandbox
-  sbx exec [--request FILE]          run one JSON request, print a JSON result
-  sbx doctor                         check what this host can enforce
-  sbx profile list|show NAME         print the profiles sbx run applies
-  sbx version                        print the version
-  sbx help [COMMAND]                 show help
-
-Run "sbx run --help" for the flags of run.
-
-Exit status of sbx's own: 125 when the command line is wrong (no command,
-an unknown command or flag, a bad value) or sbx failed; "sbx help" and
---help exit 0. "sbx run" exits with the program's status otherwise.
-`
-
 // sbxMain runs the CLI and returns the process's exit status.
 func sbxMain(args []string, s streams) int {
 	if len(args) == 0 {
 		// A usage error like any other (125), with the usage to fix it.
-		fmt.Fprint(s.err, usage)
+		fmt.Fprint(s.err, usage())
 		return exitSbxError
 	}
 	switch args[0] {
-	case "run":
-		return cmdRun(args[1:], s)
-	case "exec":
-		return cmdExec(args[1:], s)
-	case "doctor":
-		return cmdDoctor(args[1:], s)
-	case "profile":
-		return cmdProfile(args[1:], s)
-	case docsCommand:
-		return cmdDocs(args[1:], s)
 	case "version", "--version", "-version":
 		fmt.Fprintf(s.out, "sbx %s\n", version)
 		return 0
 	case "help", "-h", "--help", "-help":
 		if len(args) > 1 {
-			switch args[1] {
-			case "run":
-				return cmdRun([]string{"--help"}, s)
-			case "exec":
-				return cmdExec([]string{"--help"}, s)
-			case "doctor":
-				return cmdDoctor([]string{"--help"}, s)
-			case "profile":
-				return cmdProfile([]string{"--help"}, s)
-			case "version", "help":
-			default:
+			c, ok := lookupCommand(args[1])
+			if !ok || c.hidden {
 				fmt.Fprintf(s.err, "sbx: help: unknown command %q (see sbx --help)\n", args[1])
 				return exitSbxError
 			}
+			fs, _ := c.flagSet()
+			fmt.Fprint(s.out, c.usageText(fs))
+			return 0
 		}
-		fmt.Fprint(s.out, usage)
+		fmt.Fprint(s.out, usage())
 		return 0
-	default:
+	}
+	c, ok := lookupCommand(args[0])
+	if !ok || c.flags == nil {
 		fmt.Fprintf(s.err, "sbx: unknown command %q (see sbx --help)\n", args[0])
 		return exitSbxError
 	}
+	return c.execute(args[1:], s)
 }
 
 // fail prints err as one sbx line and returns the sbx error status.
@@ -105,14 +70,3 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
-// newFlagSet returns a flag set that reports errors through sbx's channel
-// instead of printing and exiting.
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if flagSetCreated != nil {
-		flagSetCreated(fs)
-	}
-	return fs
-}

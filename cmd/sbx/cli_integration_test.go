@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// runFlags are the flags of "sbx run" that the help must explain.
-var runFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net",
+// runHelpFlags are the flags of "sbx run" that the help must explain.
+var runHelpFlags = []string{"workspace", "w", "write", "ro", "rw", "home", "env", "memory", "cpus", "pids", "timeout", "tty", "policy", "violations", "allow-host", "net",
 	"no-discover", "publish",
 	// profiles, config, settings, masks (#18, #20)
 	"profile", "no-profile", "settings", "tighten-settings", "mask", "protect", "quiet"}
@@ -49,7 +49,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	documented := helpFlags(helps[0])
-	want := slices.Sorted(slices.Values(runFlags))
+	want := slices.Sorted(slices.Values(runHelpFlags))
 	if !slices.Equal(documented, want) {
 		t.Errorf("flags in sbx run --help = %q, want %q", documented, want)
 	}
@@ -96,7 +96,7 @@ func TestDocumentedFlagsParse(t *testing.T) {
 		"allow-host": {"api.example.com"}, "net": {"loopback"}, "publish": {"8080"},
 		"profile": {"claude"}, "settings": {"s.json"}, "tighten-settings": {"s.json"}, "mask": {".env"}, "protect": {".env"},
 	}
-	for _, f := range runFlags {
+	for _, f := range runHelpFlags {
 		dash := "--"
 		if len(f) == 1 {
 			dash = "-"

@@ -34,6 +34,7 @@ func deputyModes(t *testing.T) []deputyMode {
 	if rootless() {
 		return []deputyMode{{name: "rootless", uid: -1}}
 	}
+	requireRoot(t) // creates and acts for another user
 	u, err := ensureTestUser("sbx-rootless-test")
 	if err != nil {
 		t.Fatal(err)
@@ -304,6 +305,7 @@ func TestDeputyRootRunsAsWorkspaceOwner(t *testing.T) {
 	if rootless() {
 		t.Skip("root's behaviour")
 	}
+	requireRoot(t) // creates and acts for another user
 	u, err := ensureTestUser("sbx-rootless-test")
 	if err != nil {
 		t.Fatal(err)

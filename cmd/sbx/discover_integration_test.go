@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // Issue 18: an agent installed where users install agents (npm -g under
@@ -52,7 +54,7 @@ func fakeNvm(t *testing.T, home, version, name string, uid, gid int) string {
 func requireNode(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/node"); err != nil {
-		t.Skip("needs /usr/bin/node (.ci/deps.sh installs nodejs)")
+		sbxtest.Skip(t, sbxtest.Node, "needs /usr/bin/node (.ci/deps.sh installs nodejs)")
 	}
 }
 
@@ -119,6 +121,7 @@ func TestDiscoverUnderSudo(t *testing.T) {
 	if rootless() {
 		t.Skip("sudo is root's")
 	}
+	requireRoot(t) // creates and acts for another user
 	u, err := ensureTestUser("sbx-rootless-test")
 	if err != nil {
 		t.Fatal(err)

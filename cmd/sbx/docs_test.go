@@ -2,32 +2,32 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// runFlagNames returns the flags "sbx run" really registers, captured from
-// its flag set the way the generator captures them.
+// runFlagNames returns the flags "sbx run" parses: those its flag set
+// registers and the second names its table row declares.
 func runFlagNames(t *testing.T) []string {
 	t.Helper()
-	var sets []*flag.FlagSet
-	flagSetCreated = func(fs *flag.FlagSet) { sets = append(sets, fs) }
-	defer func() { flagSetCreated = nil }()
-	if code := cmdRun([]string{"--help"}, streams{out: io.Discard, err: io.Discard}); code != 0 {
-		t.Fatalf("sbx run --help: exit status %d", code)
+	c, ok := lookupCommand("run")
+	if !ok {
+		t.Fatal("no run in the command table")
 	}
-	if len(sets) != 1 {
-		t.Fatalf("sbx run --help made %d flag sets, want 1", len(sets))
-	}
+	fs, _ := c.flagSet()
 	var names []string
-	sets[0].VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	if len(names) < 10 {
-		t.Fatalf("only %d flags captured from sbx run: %v", len(names), names)
+		t.Fatalf("only %d flags registered by sbx run: %v", len(names), names)
+	}
+	for short := range c.aliases {
+		names = append(names, short)
 	}
 	return names
 }
@@ -69,8 +69,8 @@ func TestDocsCoverRunFlags(t *testing.T) {
 }
 
 // TestDocsFlagHelp: every flag of every command with a flag set is
-// described in that command's --help (collectDocs refuses otherwise), and
-// the parser reads arguments, aliases and value lists from it.
+// described (collectDocs refuses otherwise), with the arguments from its
+// usage and the aliases and value lists from the command table.
 func TestDocsFlagHelp(t *testing.T) {
 	doc, err := collectDocs()
 	if err != nil {
@@ -80,9 +80,9 @@ func TestDocsFlagHelp(t *testing.T) {
 	for _, c := range doc.Commands {
 		byName[c.Name] = c
 	}
-	for _, name := range []string{"run", "exec", "doctor", "version", "help"} {
+	for _, name := range []string{"run", "exec", "doctor", "profile", "features", "version", "help"} {
 		if _, ok := byName[name]; !ok {
-			t.Errorf("command %s missing from the docs (usage parse)", name)
+			t.Errorf("command %s missing from the docs", name)
 		}
 	}
 	if !byName["run"].TakesCommand || byName["exec"].TakesCommand {
@@ -98,6 +98,7 @@ func TestDocsFlagHelp(t *testing.T) {
 		{"w", "", "write", ""},
 		{"env", "NAME|NAME=VALUE", "", ""},
 		{"tty", "MODE", "", "auto always never"},
+		{"policy", "TIER", "", "auto landlock bpf"},
 		{"allow-host", "HOST[:PORT]", "", ""},
 		{"publish", "[ADDR:]PORT[:SANDBOX_PORT]", "", ""},
 		{"violations", "FILE", "", ""},
@@ -120,15 +121,36 @@ func TestDocsFlagHelp(t *testing.T) {
 	}
 }
 
-// TestParseFlagHelpUndescribed: a flag set with a flag its help text does
-// not describe is an error, so help text and flags cannot drift apart.
-func TestParseFlagHelpUndescribed(t *testing.T) {
-	help := parseFlagHelp("Flags:\n  --known X   described\n")
-	if _, ok := help["known"]; !ok {
-		t.Fatalf("--known not parsed: %+v", help)
+// TestFlagDocsUndescribed: a flag without usage text, an alias of no flag
+// and a completion of no flag are errors, so the table and the flags
+// cannot drift apart.
+func TestFlagDocsUndescribed(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.String("known", "", "`X` described")
+	if _, err := flagDocs(fs, map[string]string{"k": "known"}, map[string]completion{"known": completeFile}); err != nil {
+		t.Fatalf("described flag: %v", err)
 	}
-	if _, ok := help["unknown"]; ok {
-		t.Fatal("--unknown parsed from nowhere")
+	for _, tc := range []struct {
+		name     string
+		setup    func(*flag.FlagSet)
+		aliases  map[string]string
+		complete map[string]completion
+		want     string
+	}{
+		{"no usage", func(fs *flag.FlagSet) { fs.Bool("bare", false, "") }, nil, nil, "--bare has no usage text"},
+		{"alias of nothing", nil, map[string]string{"x": "gone"}, nil, "alias -x of --gone: no such flag"},
+		{"alias also a flag", func(fs *flag.FlagSet) { fs.Bool("y", false, "why") }, map[string]string{"y": "known"}, nil, "alias -y is also a flag"},
+		{"completion of nothing", nil, nil, map[string]completion{"gone": completeDir}, "completion declared for --gone, no such flag"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.String("known", "", "`X` described")
+		if tc.setup != nil {
+			tc.setup(fs)
+		}
+		_, err := flagDocs(fs, tc.aliases, tc.complete)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }
 
@@ -179,19 +201,89 @@ func TestManPageRenders(t *testing.T) {
 }
 
 // TestEveryFlagHasUsage: every flag each command registers carries its
-// help entry in its usage string (a second name such as -w shares its
-// flag's), so the generated Flags section cannot leave one out.
+// help entry in its usage string, and every alias of the table names a
+// flag, so the generated Flags section cannot leave one out.
 func TestEveryFlagHasUsage(t *testing.T) {
-	for _, name := range []string{"run", "exec", "doctor"} {
-		var sets []*flag.FlagSet
-		flagSetCreated = func(fs *flag.FlagSet) { sets = append(sets, fs) }
-		code := sbxMain([]string{"help", name}, streams{out: io.Discard, err: io.Discard})
-		flagSetCreated = nil
-		if code != 0 || len(sets) != 1 {
-			t.Fatalf("sbx help %s: exit %d, %d flag sets", name, code, len(sets))
+	n := 0
+	for _, c := range commands() {
+		fs, act := c.flagSet()
+		if fs == nil {
+			continue
 		}
-		if _, err := flagEntries(sets[0]); err != nil {
-			t.Errorf("sbx %s: %v", name, err)
+		n++
+		if act == nil {
+			t.Errorf("sbx %s: its flags function returns no action", c.name)
 		}
+		if _, err := flagEntries(fs, c.aliases); err != nil {
+			t.Errorf("sbx %s: %v", c.name, err)
+		}
+	}
+	if n < 4 {
+		t.Errorf("only %d commands with flags in the table", n)
+	}
+}
+
+// TestFeaturesJSON: "sbx features --json" lists every run flag with its
+// kind, default and usage, the aliases, the tiers and the version.
+func TestFeaturesJSON(t *testing.T) {
+	code, out, errText := sbxIn("features", "--json")
+	if code != 0 {
+		t.Fatalf("sbx features --json: exit %d: %s", code, errText)
+	}
+	var f features
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if f.Version != version || strings.Join(f.Policies, ",") != "auto,landlock,bpf" ||
+		!slices.Contains(f.FileTiers, "landlock") || !slices.Contains(f.FileTiers, "bpf lsm") || !slices.Contains(f.NetTiers, "cgroup bpf") {
+		t.Errorf("version %q policies %q file tiers %q net tiers %q", f.Version, f.Policies, f.FileTiers, f.NetTiers)
+	}
+	byName := map[string]featuresFlag{}
+	var run featuresCommand
+	for _, c := range f.Commands {
+		if c.Name == "run" {
+			run = c
+		}
+		if c.Name == docsCommand {
+			t.Errorf("hidden command %s listed", c.Name)
+		}
+	}
+	for _, fl := range run.Flags {
+		byName[fl.Name] = fl
+	}
+	c, _ := lookupCommand("run")
+	fs, _ := c.flagSet()
+	fs.VisitAll(func(fl *flag.Flag) {
+		got, ok := byName[fl.Name]
+		if !ok {
+			t.Errorf("run flag --%s missing from features", fl.Name)
+			return
+		}
+		if got.Kind != flagKind(fl) || got.Default != fl.DefValue || got.Usage == "" {
+			t.Errorf("run flag --%s: %+v", fl.Name, got)
+		}
+	})
+	if len(byName) != len(runFlagNames(t))-len(c.aliases) {
+		t.Errorf("features lists %d run flags, the flag set has %d", len(byName), len(runFlagNames(t))-len(c.aliases))
+	}
+	for _, tc := range []struct{ name, kind, def, arg, aliases string }{
+		{"write", "bool", "false", "", "w"},
+		{"timeout", "duration", "0s", "DUR", ""},
+		{"env", "list", "", "NAME|NAME=VALUE", ""},
+		{"pids", "int", "4096", "N", ""},
+		{"tighten-settings", "list", "", "FILE", ""},
+		{"quiet", "bool", "false", "", ""},
+	} {
+		got := byName[tc.name]
+		if got.Kind != tc.kind || got.Default != tc.def || got.Arg != tc.arg || strings.Join(got.Aliases, ",") != tc.aliases {
+			t.Errorf("--%s: %+v; want kind %s default %q arg %q aliases %q", tc.name, got, tc.kind, tc.def, tc.arg, tc.aliases)
+		}
+	}
+	if !run.TakesCommand {
+		t.Error("run does not take a command")
+	}
+	code, text, _ := sbxIn("features")
+	if code != 0 || !strings.Contains(text, "--tighten-settings") || !strings.Contains(text, "version: "+version) {
+		t.Errorf("sbx features: exit %d\n%s", code, text)
 	}
 }

@@ -29,10 +29,6 @@ succeeded, so sbx can enforce both the file and the network policy; 1 when
 sbx run would refuse or fail here; 125 for a usage error.
 `
 
-// doctorUsage is doctor's --help: its text and a Flags section generated
-// from its flag set.
-func doctorUsage(fs *flag.FlagSet) string { return doctorUsageText + "\n" + flagHelp(fs) }
-
 // check is one line of the doctor's report.
 type check struct {
 	name string
@@ -40,49 +36,49 @@ type check struct {
 	info string // detail when available
 }
 
-func cmdDoctor(args []string, s streams) int {
-	fs := newFlagSet("doctor")
+// doctorFlags registers sbx doctor's flags on fs and returns the check
+// they configure.
+func doctorFlags(fs *flag.FlagSet) action {
 	var (
 		tier     = "auto"
 		apparmor bool
 	)
 	fs.StringVar(&tier, "policy", tier, "`TIER` decide and run the canary as sbx run --policy TIER would: auto, landlock or bpf")
 	fs.BoolVar(&apparmor, "apparmor-profile", false, "print the AppArmor profile that lets this sbx binary create user namespaces (Ubuntu 23.10+), to install as /etc/apparmor.d/sbx")
-	if code, done := parseCommand(s, "doctor", fs, args, doctorUsage); done {
-		return code
-	}
-	if fs.NArg() > 0 {
-		return fail(s, fmt.Errorf("doctor: unexpected argument %q (see sbx doctor --help)", fs.Arg(0)))
-	}
-	demand, err := runner.ParsePolicy(tier)
-	if err != nil {
-		return fail(s, fmt.Errorf("doctor: --policy: %v", err))
-	}
-	if apparmor {
-		self, err := selfPath()
-		if err != nil {
-			return fail(s, err)
+	return func(args []string, s streams) int {
+		if len(args) > 0 {
+			return fail(s, fmt.Errorf("doctor: unexpected argument %q (see sbx doctor --help)", args[0]))
 		}
-		fmt.Fprint(s.out, sandbox.AppArmorProfile(self))
+		demand, err := runner.ParsePolicy(tier)
+		if err != nil {
+			return fail(s, fmt.Errorf("doctor: --policy: %v", err))
+		}
+		if apparmor {
+			self, err := selfPath()
+			if err != nil {
+				return fail(s, err)
+			}
+			fmt.Fprint(s.out, sandbox.AppArmorProfile(self))
+			return 0
+		}
+		self, _ := selfPath()
+		host := hostcheck.Probe(hostcheck.Options{Full: true, Self: self})
+		d := writeReport(s.out, host, demand)
+		if d.Refused != nil {
+			return 1
+		}
+		// The probes above only say what the host offers; a real run proves
+		// that sbx works with it. Never claim more than that run showed.
+		info, err := canaryRun(demand)
+		if err != nil {
+			fmt.Fprintf(s.out, "canary run:    failed: %v\n", err)
+			fmt.Fprintln(s.out, "verdict:       sbx run fails here although the mechanisms are present (see the canary run)")
+			return 1
+		}
+		fmt.Fprintf(s.out, "canary run:    ok: %s\n", info)
+		fmt.Fprintln(s.out, "verdict:       sbx run can enforce files and network here")
 		return 0
 	}
-	self, _ := selfPath()
-	host := hostcheck.Probe(hostcheck.Options{Full: true, Self: self})
-	d := writeReport(s.out, host, demand)
-	if d.Refused != nil {
-		return 1
-	}
-	// The probes above only say what the host offers; a real run proves
-	// that sbx works with it. Never claim more than that run showed.
-	info, err := canaryRun(demand)
-	if err != nil {
-		fmt.Fprintf(s.out, "canary run:    failed: %v\n", err)
-		fmt.Fprintln(s.out, "verdict:       sbx run fails here although the mechanisms are present (see the canary run)")
-		return 1
-	}
-	fmt.Fprintf(s.out, "canary run:    ok: %s\n", info)
-	fmt.Fprintln(s.out, "verdict:       sbx run can enforce files and network here")
-	return 0
 }
 
 // writeReport prints the checks of host and the decision sbx run makes

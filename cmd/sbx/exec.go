@@ -60,59 +60,55 @@ SIGINT/SIGTERM cancel the run; a result with status "cancelled" is still
 written. Exit status: 0 when a result was written, 125 otherwise.
 `
 
-// execUsage is exec's --help: its text and a Flags section generated from
-// its flag set.
-func execUsage(fs *flag.FlagSet) string { return execUsageText + "\n" + flagHelp(fs) }
-
-func cmdExec(args []string, s streams) int {
-	fs := newFlagSet("exec")
+// execFlags registers sbx exec's flags on fs and returns the exec they
+// configure.
+func execFlags(fs *flag.FlagSet) action {
 	var reqFile string
 	var roRoots listFlag
 	var allowStage bool
 	fs.StringVar(&reqFile, "request", "", "`FILE` read the request from FILE instead of stdin")
 	fs.Var(&roRoots, "ro-root", "`DIR` let requests name ro paths inside DIR (repeatable; none: requests may name no ro path)")
 	fs.BoolVar(&allowStage, "allow-stage", false, "let requests ask for \"stage\": true (staging host paths named in the command)")
-	if code, done := parseCommand(s, "exec", fs, args, execUsage); done {
-		return code
-	}
-	if fs.NArg() > 0 {
-		return fail(s, fmt.Errorf("exec: unexpected argument %q: the command goes in the JSON request", fs.Arg(0)))
-	}
-	for _, r := range roRoots {
-		if !filepath.IsAbs(r) {
-			return fail(s, fmt.Errorf("exec: --ro-root %q: want an absolute path", r))
+	return func(args []string, s streams) int {
+		if len(args) > 0 {
+			return fail(s, fmt.Errorf("exec: unexpected argument %q: the command goes in the JSON request", args[0]))
 		}
-	}
-	var in io.Reader = s.in
-	if reqFile != "" {
-		f, err := openUserFile(invoker.Cred(), reqFile, os.O_RDONLY, 0)
+		for _, r := range roRoots {
+			if !filepath.IsAbs(r) {
+				return fail(s, fmt.Errorf("exec: --ro-root %q: want an absolute path", r))
+			}
+		}
+		var in io.Reader = s.in
+		if reqFile != "" {
+			f, err := openUserFile(invoker.Cred(), reqFile, os.O_RDONLY, 0)
+			if err != nil {
+				return fail(s, fmt.Errorf("exec: --request: %w", err))
+			}
+			defer f.Close()
+			in = f
+		}
+		if in == nil {
+			return fail(s, errors.New("exec: no request on stdin"))
+		}
+		data, err := io.ReadAll(io.LimitReader(in, gate.MaxRequestBytes+1))
 		if err != nil {
-			return fail(s, fmt.Errorf("exec: --request: %w", err))
+			return fail(s, fmt.Errorf("exec: read request: %w", err))
 		}
-		defer f.Close()
-		in = f
+		var res gate.Result
+		if len(data) > gate.MaxRequestBytes {
+			res = gate.Rejected(fmt.Errorf("request larger than %d bytes", gate.MaxRequestBytes))
+		} else if req, err := gate.ParseRequest(data); err != nil {
+			res = gate.Rejected(err)
+		} else {
+			ctx, stop := signal.NotifyContext(context.Background(), unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
+			res = execrun.Exec(ctx, req, execrun.ExecOptions{ReadOnlyRoots: roRoots, AllowStage: allowStage})
+			stop()
+		}
+		enc := json.NewEncoder(s.out)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(res); err != nil {
+			return fail(s, fmt.Errorf("exec: write result: %w", err))
+		}
+		return 0
 	}
-	if in == nil {
-		return fail(s, errors.New("exec: no request on stdin"))
-	}
-	data, err := io.ReadAll(io.LimitReader(in, gate.MaxRequestBytes+1))
-	if err != nil {
-		return fail(s, fmt.Errorf("exec: read request: %w", err))
-	}
-	var res gate.Result
-	if len(data) > gate.MaxRequestBytes {
-		res = gate.Rejected(fmt.Errorf("request larger than %d bytes", gate.MaxRequestBytes))
-	} else if req, err := gate.ParseRequest(data); err != nil {
-		res = gate.Rejected(err)
-	} else {
-		ctx, stop := signal.NotifyContext(context.Background(), unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
-		res = execrun.Exec(ctx, req, execrun.ExecOptions{ReadOnlyRoots: roRoots, AllowStage: allowStage})
-		stop()
-	}
-	enc := json.NewEncoder(s.out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(res); err != nil {
-		return fail(s, fmt.Errorf("exec: write result: %w", err))
-	}
-	return 0
 }

@@ -4,28 +4,25 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"reflect"
-	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// A command's "Flags:" section is generated from the flag set it parses:
-// each flag's usage string is its help entry, so a flag cannot exist without
-// its description, nor a description outlive its flag (docs.go reads the
-// same text for the man page and the completions; docs_test.go checks that
-// every registered flag is described).
+// A command's "Flags:" section is rendered from the flag set it parses and
+// its row of the command table: each flag's usage string is its help
+// entry, so a flag cannot exist without its description, nor a description
+// outlive its flag (the man page, the completions and "sbx features" read
+// the same flag sets; docs_test.go checks that every flag is described).
 //
 // The usage string of a flag that takes an argument starts with the
-// argument's placeholder in backquotes ("`DIR` directory to work in"); a
-// flag shown with several arguments separates its entries with a newline
-// ("`NAME` pass ...\n`NAME=VALUE` set ..."). A second name of the same flag
-// (-w for --write, registered on the same variable) has an empty usage
-// string and is listed with it ("-w, --write").
-
-// helpFlagNames are the -h/--help every command takes; no help text lists them.
-var helpFlagNames = map[string]bool{"help": true, "h": true}
+// argument's placeholder in backquotes ("`DIR` directory to work in"), as
+// flag.UnquoteUsage reads it; a flag shown with several arguments separates
+// its entries with a newline ("`NAME` pass ...\n`NAME=VALUE` set ..."). A
+// second name of a flag (-w for --write) is declared in the command's row
+// (aliases) and listed with it ("-w, --write"); it is not registered on
+// the flag set, so the parsed set names the flag by its long name.
 
 const (
 	flagIndent = 20 // column of a flag's text
@@ -47,36 +44,33 @@ func dash(name string) string {
 	return "--" + name
 }
 
-// sameValue reports whether two flags set the same variable (one flag, two
-// names).
-func sameValue(a, b flag.Value) bool {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
-}
+// isHelpFlag reports whether name is -h or --help, which every command
+// takes and no Flags section lists.
+func isHelpFlag(name string) bool { return name == "h" || name == "help" }
 
 // flagEntries returns fs's help entries, sorted by the flag's long name,
-// and an error naming every flag that has no usage string (and is no second
-// name of one that has).
-func flagEntries(fs *flag.FlagSet) ([]flagEntry, error) {
-	var all []*flag.Flag
-	fs.VisitAll(func(f *flag.Flag) {
-		if !helpFlagNames[f.Name] {
-			all = append(all, f)
-		}
-	})
+// each with its aliases (second name -> flag), and an error naming every
+// flag that has no usage string and every alias of no flag.
+func flagEntries(fs *flag.FlagSet, aliases map[string]string) ([]flagEntry, error) {
 	var entries []flagEntry
 	var errs []error
-	for _, f := range all {
+	fs.VisitAll(func(f *flag.Flag) {
 		if f.Usage == "" {
-			continue // a second name: listed with its flag, or reported below
+			errs = append(errs, fmt.Errorf("flag %s has no usage text", dash(f.Name)))
+			return
 		}
 		names := []string{f.Name}
-		for _, g := range all {
-			if g != f && g.Usage == "" && sameValue(f.Value, g.Value) {
-				names = append(names, g.Name)
+		for short, long := range aliases {
+			if long == f.Name {
+				names = append(names, short)
 			}
 		}
-		sort.Slice(names, func(i, j int) bool { return len(names[i]) < len(names[j]) })
+		sort.Slice(names, func(i, j int) bool {
+			if len(names[i]) != len(names[j]) {
+				return len(names[i]) < len(names[j])
+			}
+			return names[i] < names[j]
+		})
 		for _, u := range strings.Split(f.Usage, "\n") {
 			e := flagEntry{names: names, text: u}
 			if rest, ok := strings.CutPrefix(u, "`"); ok {
@@ -88,17 +82,13 @@ func flagEntries(fs *flag.FlagSet) ([]flagEntry, error) {
 			}
 			entries = append(entries, e)
 		}
-	}
-	for _, g := range all {
-		if g.Usage != "" {
-			continue
+	})
+	for short, long := range aliases {
+		if fs.Lookup(long) == nil {
+			errs = append(errs, fmt.Errorf("alias %s of %s: no such flag", dash(short), dash(long)))
 		}
-		alias := false
-		for _, f := range all {
-			alias = alias || (f.Usage != "" && sameValue(f.Value, g.Value))
-		}
-		if !alias {
-			errs = append(errs, fmt.Errorf("flag %s has no usage text", dash(g.Name)))
+		if fs.Lookup(short) != nil {
+			errs = append(errs, fmt.Errorf("alias %s is also a flag of its own", dash(short)))
 		}
 	}
 	long := func(e flagEntry) string { return e.names[len(e.names)-1] }
@@ -109,8 +99,8 @@ func flagEntries(fs *flag.FlagSet) ([]flagEntry, error) {
 // flagHelp formats fs's flags as the "Flags:" section of a help text: each
 // entry's names and placeholder at the left, its text wrapped at column 20
 // (on the next line when the names are wider).
-func flagHelp(fs *flag.FlagSet) string {
-	entries, err := flagEntries(fs)
+func flagHelp(fs *flag.FlagSet, aliases map[string]string) string {
+	entries, err := flagEntries(fs, aliases)
 	if err != nil {
 		// A programming error that docs_test.go catches; still show what
 		// there is.
@@ -160,82 +150,126 @@ func wrap(text string, width int) []string {
 	return append(lines, line)
 }
 
-// The errors of package flag, whose texts are fixed (flag.go).
-var (
-	reUndefined = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
-	reNeedsArg  = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
-	reInvalid   = regexp.MustCompile(`^invalid (?:boolean )?value "((?:[^"\\]|\\.)*)" for (?:flag )?-+([^:]*): (.*)$`)
-	reBadSyntax = regexp.MustCompile(`^bad flag syntax: (.*)$`)
-)
-
-// flagError rewrites an error of fs.Parse into sbx's form: flags with the
-// dashes users type (--timeout, -w), a "did you mean" for an unknown flag
-// close to a real one, and for a bad value what the flag expects
-// (`--timeout: "10" is not a duration (e.g. 10s, 2m)`).
-func flagError(fs *flag.FlagSet, err error) error {
-	msg := err.Error()
-	if m := reUndefined.FindStringSubmatch(msg); m != nil {
-		if near := nearestFlag(fs, m[1]); near != "" {
-			return fmt.Errorf("unknown flag %s (did you mean %s?)", dash(m[1]), dash(near))
-		}
-		return fmt.Errorf("unknown flag %s", dash(m[1]))
+// parseFlags parses args against fs as package flag does (-name,
+// --name, -name=value, --name value; a bool flag takes no separate
+// value), stopping at the first argument that is no flag or after "--",
+// so a program's command line is never read as sbx's flags. A second name
+// in aliases sets its flag by the flag's own name. help reports -h or
+// --help; err is a usage error in sbx's words: the flag as users type it,
+// a "did you mean" for an unknown flag close to a real one, and what a bad
+// value should look like (`--timeout: "10" is not a duration (e.g. 10s,
+// 2m)`). fs may be nil (a command without flags).
+func parseFlags(fs *flag.FlagSet, aliases map[string]string, args []string) (rest []string, help bool, err error) {
+	if fs == nil {
+		fs = flag.NewFlagSet("", flag.ContinueOnError)
 	}
-	if m := reNeedsArg.FindStringSubmatch(msg); m != nil {
-		if ex := flagExample(fs.Lookup(m[1])); ex != "" {
-			return fmt.Errorf("%s needs a value (%s)", dash(m[1]), ex)
+	for len(args) > 0 {
+		arg := args[0]
+		if len(arg) < 2 || arg[0] != '-' {
+			break
 		}
-		return fmt.Errorf("%s needs a value", dash(m[1]))
-	}
-	if m := reInvalid.FindStringSubmatch(msg); m != nil {
-		name, value := m[2], m[1]
+		args = args[1:]
+		if arg == "--" {
+			break
+		}
+		name := strings.TrimPrefix(arg[1:], "-")
+		if name == "" || name[0] == '-' || name[0] == '=' {
+			return nil, false, fmt.Errorf("bad flag syntax %q", arg)
+		}
+		name, value, hasValue := strings.Cut(name, "=")
+		if isHelpFlag(name) {
+			if !hasValue {
+				value = "true"
+			}
+			on, err := strconv.ParseBool(value)
+			if err != nil {
+				return nil, help, fmt.Errorf("%s: %q is not true or false", dash(name), value)
+			}
+			help = help || on
+			continue
+		}
+		if long, ok := aliases[name]; ok {
+			name = long
+		}
 		f := fs.Lookup(name)
-		var kind string
-		if f != nil {
-			if g, ok := f.Value.(flag.Getter); ok {
-				switch g.Get().(type) {
-				case time.Duration:
-					kind = "is not a duration"
-				case float64:
-					kind = "is not a number"
-				case int, int64, uint, uint64:
-					kind = "is not a whole number"
-				case bool:
-					kind = "is not true or false"
+		if f == nil {
+			if near := nearestFlag(fs, name); near != "" {
+				return nil, help, fmt.Errorf("unknown flag %s (did you mean %s?)", dash(name), dash(near))
+			}
+			return nil, help, fmt.Errorf("unknown flag %s", dash(name))
+		}
+		if !hasValue {
+			if flagKind(f) == "bool" {
+				value = "true"
+			} else if len(args) == 0 {
+				if ex := flagExample(f); ex != "" {
+					return nil, help, fmt.Errorf("%s needs a value (%s)", dash(name), ex)
 				}
+				return nil, help, fmt.Errorf("%s needs a value", dash(name))
+			} else {
+				value, args = args[0], args[1:]
 			}
 		}
-		if kind == "" {
-			return fmt.Errorf("%s: %q: %s", dash(name), value, m[3])
+		if err := fs.Set(name, value); err != nil {
+			return nil, help, valueError(f, value, err)
 		}
-		if ex := flagExample(f); ex != "" {
-			return fmt.Errorf("%s: %q %s (%s)", dash(name), value, kind, ex)
+	}
+	return args, help, nil
+}
+
+// valueError says why value is no value of f: for the kinds package flag
+// parses, what the flag expects; otherwise the flag's own error.
+func valueError(f *flag.Flag, value string, err error) error {
+	var kind string
+	switch flagKind(f) {
+	case "duration":
+		kind = "is not a duration"
+	case "number":
+		kind = "is not a number"
+	case "int":
+		kind = "is not a whole number"
+	case "bool":
+		kind = "is not true or false"
+	default:
+		return fmt.Errorf("%s: %q: %w", dash(f.Name), value, err)
+	}
+	if ex := flagExample(f); ex != "" {
+		return fmt.Errorf("%s: %q %s (%s)", dash(f.Name), value, kind, ex)
+	}
+	return fmt.Errorf("%s: %q %s", dash(f.Name), value, kind)
+}
+
+// flagKind names the kind of f's value: "bool", "duration", "number",
+// "int", "list" (a repeatable flag) or "string".
+func flagKind(f *flag.Flag) string {
+	if _, ok := f.Value.(*listFlag); ok {
+		return "list"
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return "bool"
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case time.Duration:
+			return "duration"
+		case float64:
+			return "number"
+		case int, int64, uint, uint64:
+			return "int"
 		}
-		return fmt.Errorf("%s: %q %s", dash(name), value, kind)
 	}
-	if m := reBadSyntax.FindStringSubmatch(msg); m != nil {
-		return fmt.Errorf("bad flag syntax %q", m[1])
-	}
-	return err
+	return "string"
 }
 
 // flagExample says what a flag's value looks like: "e.g. 10s, 2m".
 func flagExample(f *flag.Flag) string {
-	if f == nil {
-		return ""
-	}
-	g, ok := f.Value.(flag.Getter)
-	if !ok {
-		return ""
-	}
-	switch g.Get().(type) {
-	case time.Duration:
+	switch flagKind(f) {
+	case "duration":
 		return "e.g. 10s, 2m"
-	case float64:
+	case "number":
 		return "e.g. 1, 0.5"
-	case int, int64, uint, uint64:
+	case "int":
 		return "e.g. " + f.DefValue
-	case bool:
-		return ""
 	}
 	return ""
 }
@@ -251,7 +285,7 @@ func nearestFlag(fs *flag.FlagSet, name string) string {
 	}
 	best, bestDist := "", limit+1
 	fs.VisitAll(func(f *flag.Flag) {
-		if len(f.Name) == 1 || helpFlagNames[f.Name] {
+		if len(f.Name) == 1 {
 			return
 		}
 		d := editDistance(name, f.Name)
@@ -289,23 +323,4 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(a)][len(b)]
-}
-
-// parseCommand registers -h and --help on fs, parses the command's args
-// and prints usage(fs) for a help request. done says the command ends
-// here, with code: 0 after the help, 125 for a usage error (said on stderr
-// in sbx's form, with a pointer to the help).
-func parseCommand(s streams, name string, fs *flag.FlagSet, args []string, usage func(*flag.FlagSet) string) (code int, done bool) {
-	var help bool
-	fs.BoolVar(&help, "help", false, "")
-	fs.BoolVar(&help, "h", false, "")
-	err := fs.Parse(args)
-	if help || errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(s.out, usage(fs))
-		return 0, true
-	}
-	if err != nil {
-		return fail(s, fmt.Errorf("%s: %w (see sbx %s --help)", name, flagError(fs, err), name)), true
-	}
-	return 0, false
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // ownAddr puts a documentation address (198.51.100.0/24, public to the
@@ -23,7 +25,7 @@ import (
 func ownAddr(t *testing.T) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("adding an address to the host's lo needs root")
+		sbxtest.Skip(t, sbxtest.Root, "adding an address to the host's lo needs root")
 	}
 	a := "198.51.100." + strconv.Itoa(10+os.Getpid()%200)
 	if out, err := exec.Command("ip", "addr", "add", a+"/32", "dev", "lo").CombinedOutput(); err != nil {

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 	"github.com/sbx-sandbox/sbx/runner"
 )
 
@@ -177,12 +178,16 @@ func removeBuilds() {
 	builds.bins, builds.dirs = nil, nil
 }
 
-// requireRoot skips t when the tests do not run as root: sbx run needs
-// root for namespaces, cgroups and BPF.
+// requireRoot skips t when the tests run with -short or not as root (sbx
+// run needs root for namespaces, cgroups and BPF): a failure where
+// SBX_REQUIRE names root.
 func requireRoot(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real sandboxes; skipped with -short")
+	}
 	if !isRoot {
-		t.Skip("sbx run needs root (namespaces, cgroups, BPF); run go test as root")
+		sbxtest.Skip(t, sbxtest.Root, "sbx run needs root (namespaces, cgroups, BPF); run go test as root")
 	}
 }
 

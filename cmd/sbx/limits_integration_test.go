@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -282,7 +283,7 @@ const fetchProbe = `const s = require("http").createServer((q, r) => r.end("pong
 func checkWasmSurvives(t *testing.T, run func(args ...string) result) {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/node"); err != nil {
-		t.Skip("needs /usr/bin/node (.ci/deps.sh installs nodejs)")
+		sbxtest.Skip(t, sbxtest.Node, "needs /usr/bin/node (.ci/deps.sh installs nodejs)")
 	}
 	if r := run("--", "node", "-e", wasmProbe); r.code != 0 || r.stdout != "wasm ok\n" {
 		t.Errorf("WebAssembly under the rlimit fallback: want it to run\n%v", r)

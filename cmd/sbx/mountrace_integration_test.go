@@ -501,6 +501,7 @@ func TestExecResolvesAsUser(t *testing.T) {
 		t.Skip("sudo's variables matter only to a root sbx")
 	}
 	b := newBox(t)
+	requireRoot(t) // creates and acts for another user
 	u, err := ensureTestUser("sbx-rootless-test")
 	if err != nil {
 		t.Fatal(err)

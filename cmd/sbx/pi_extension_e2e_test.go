@@ -477,8 +477,49 @@ func TestPiExtensionSandboxCommand(t *testing.T) {
 			t.Errorf("/sandbox output lacks %q:\n%s", want, msg)
 		}
 	}
+	if !strings.Contains(msg, "--settings yes") || !strings.Contains(msg, "(from sbx features --json)") {
+		t.Errorf("/sandbox does not show the flags read from sbx features --json:\n%s", msg)
+	}
 	if len(prov.requests()) != 0 {
 		t.Errorf("/sandbox reached the provider")
+	}
+}
+
+// TestPiExtensionNoFeatures: an sbx without "sbx features" (an older one)
+// is used with no optional flag, and /sandbox says why; a settings file it
+// then cannot apply refuses the command instead of running without it.
+func TestPiExtensionNoFeatures(t *testing.T) {
+	b := newBox(t)
+	prefix := installPi(t)
+	old := filepath.Join(piHostTemp(t, "sbx-pi-old-"), "sbx")
+	writeFile(t, old, fmt.Sprintf("#!/bin/sh\n[ \"$1\" = features ] && { echo 'sbx: unknown command \"features\" (see sbx --help)' >&2; exit 125; }\nexec %s \"$@\"\n", sbxBin), 0o755)
+	chownToUser(t, old)
+	projectSettings(t, b, `{"filesystem": {"denyRead": ["secret.txt"]}}`)
+	prov := newToolProvider(t, "echo ran=$?", 0)
+	pi := startExtPi(t, b, prefix, b.tempDir(), prov, "SBX_PI_BIN="+old)
+	pi.send(map[string]any{"id": "s1", "type": "prompt", "message": "/sandbox"})
+	var msg string
+	pi.until(func(ev map[string]any) bool {
+		if ev["type"] == "extension_ui_request" && ev["method"] == "notify" {
+			msg, _ = ev["message"].(string)
+			return strings.Contains(msg, "sbx doctor:")
+		}
+		return false
+	})
+	for _, want := range []string{"--settings no", "--quiet no", "sbx features --json failed (exit 125", "no optional flag used", "(can enforce)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("/sandbox with an sbx without features lacks %q:\n%s", want, msg)
+		}
+	}
+	pi.send(map[string]any{"id": "p1", "type": "prompt", "message": "run"})
+	pi.until(isType("agent_end"))
+	pi.finish()
+	reqs := prov.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the provider got %d requests, want 2", len(reqs))
+	}
+	if out, _ := toolResult(reqs[1]); !strings.Contains(out, "no --settings flag") || strings.Contains(out, "ran=") {
+		t.Errorf("an sbx without --settings ran a command under a settings file: %q", out)
 	}
 }
 
@@ -490,8 +531,8 @@ func TestPiExtensionSandboxCommand(t *testing.T) {
 func TestPiExtensionSettings(t *testing.T) {
 	b := newBox(t)
 	prefix := installPi(t)
-	help := b.sbx(opts{}, "run", "--help")
-	hasSettings := strings.Contains(help.stdout+help.stderr, "--settings")
+	feat := b.sbx(opts{}, "features", "--json")
+	hasSettings := feat.code == 0 && strings.Contains(feat.stdout, `"name": "settings"`)
 	secretPath := filepath.Join(b.ws, "secret.txt")
 	secret := uniqueName(t, "secret")
 	writeFile(t, secretPath, secret+"\n", 0o644)

@@ -36,6 +36,7 @@ import (
 	"github.com/sbx-sandbox/sbx/bpf/lsm"
 	"github.com/sbx-sandbox/sbx/bpf/tracer"
 	"github.com/sbx-sandbox/sbx/gate"
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 	"github.com/sbx-sandbox/sbx/runner"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -50,7 +51,7 @@ func probeBox(t *testing.T) (*box, string) {
 	t.Helper()
 	b := newBox(t)
 	if _, err := os.Stat(python); err != nil {
-		t.Skipf("the probe needs %s: %v", python, err)
+		sbxtest.Skip(t, sbxtest.Python3, fmt.Sprintf("the probe needs %s: %v", python, err))
 	}
 	src, err := os.ReadFile(probeSrc)
 	if err != nil {

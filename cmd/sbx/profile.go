@@ -21,12 +21,11 @@ flags a profile stands for, with your home and the files that exist now, and
 the arguments it puts after the command's name.
 `
 
+// profileCmdFlags: sbx profile takes no flags but -h/--help.
+func profileCmdFlags(*flag.FlagSet) action { return cmdProfile }
+
+// cmdProfile is "sbx profile list|show NAME" (args after the flags).
 func cmdProfile(args []string, s streams) int {
-	fs := newFlagSet("profile")
-	if code, done := parseCommand(s, "profile", fs, args, func(*flag.FlagSet) string { return profileUsage }); done {
-		return code
-	}
-	args = fs.Args()
 	env, err := newProfileEnv(s, "")
 	if err != nil {
 		return fail(s, fmt.Errorf("profile: %w", err))

@@ -61,14 +61,18 @@ Signals sent to sbx (INT, TERM, HUP, QUIT, USR1, USR2, WINCH) are forwarded;
 if sbx dies, every process of the sandbox dies with it.
 `
 
-// runUsage is run's --help: the text around a Flags section generated
-// from its flag set.
-func runUsage(fs *flag.FlagSet) string {
-	return runUsageHead + "\n" + flagHelp(fs) + "\n" + hostDefaults() + runUsageProfiles + "\n" + runUsageTail
+// runUsageTailText is run's --help after its Flags section.
+func runUsageTailText() string { return hostDefaults() + runUsageProfiles + "\n" + runUsageTail }
+
+// cmdRun is "sbx run ARGS".
+func cmdRun(args []string, s streams) int {
+	c, _ := lookupCommand("run")
+	return c.execute(args, s)
 }
 
-func cmdRun(args []string, s streams) int {
-	fs := newFlagSet("run")
+// runFlags registers sbx run's flags on fs and returns the run they
+// configure.
+func runFlags(fs *flag.FlagSet) action {
 	var (
 		o           runner.Options
 		ro, rw, env listFlag
@@ -84,7 +88,6 @@ func cmdRun(args []string, s streams) int {
 	)
 	fs.StringVar(&o.Workspace, "workspace", "", "`DIR` directory to work in (default: the current directory); the program starts in the current directory if it lies inside the workspace, else at the workspace root")
 	fs.BoolVar(&o.Write, "write", false, "make the workspace writable, except the entries that run later outside the sandbox, which stay read-only: "+protect.ProtectedList()+" (open one with --rw PATH, e.g. --rw .git to commit from inside)")
-	fs.BoolVar(&o.Write, "w", false, "")
 	fs.Var(&ro, "ro", "`PATH` also show PATH read-only at its own path (repeatable)")
 	fs.Var(&rw, "rw", "`PATH` also show PATH read-write at its own path (repeatable); a single file below your home is copied in and back (so a save by rename works), one in the writable workspace is the workspace's own")
 	fs.StringVar(&o.Home, "home", "", "`DIR|tmp` host directory behind $HOME (default: the workspace's own, ${XDG_DATA_HOME:-~/.local/share}/sbx/homes/NAME-HASH); \"tmp\" for a throwaway home removed after the run")
@@ -104,107 +107,106 @@ func cmdRun(args []string, s streams) int {
 	// Profiles, the config file, srt settings, masks, --quiet (#18, #20).
 	var pf profileFlags
 	pf.register(fs)
-	if code, done := parseCommand(s, "run", fs, args, runUsage); done {
-		return code
-	}
-	o.Args = fs.Args()
-	if len(o.Args) == 0 {
-		return fail(s, errors.New("run: no command given (usage: sbx run [flags] -- CMD [ARGS...])"))
-	}
-	explicitLimits, err := pf.apply(fs, s, &o, runFlagValues{
-		net: &netMode, policy: &policy, memory: &memory, cpus: &cpus, pids: &pids,
-		allowHosts: &allowHosts, env: &env, ro: &ro, rw: &rw, masks: &pf.masks, protect: &pf.protected,
-	})
-	if err != nil {
-		return fail(s, fmt.Errorf("run: %w", err))
-	}
-	mem, err := parseSize(memory)
-	if err != nil {
-		return fail(s, fmt.Errorf("run: --memory %q: %v", memory, err))
-	}
-	// The ranges the kernel and sbx's own processes accept: CFS bandwidth
-	// needs a quota of at least 1 ms per 100 ms period; the shim (a Go
-	// program, PID 1) and libcontainer's init need a dozen tasks before
-	// the program has one.
-	if cpus < minCPUs || math.IsNaN(cpus) || math.IsInf(cpus, 0) || cpus > 1024 {
-		return fail(s, fmt.Errorf("run: --cpus %v: want a number of cores from %v to 1024", cpus, minCPUs))
-	}
-	if pids < minPids || pids > maxPids {
-		return fail(s, fmt.Errorf("run: --pids %d: want a count from %d to %d", pids, minPids, maxPids))
-	}
-	if o.Timeout < 0 {
-		return fail(s, fmt.Errorf("run: --timeout %v: want a duration > 0", o.Timeout))
-	}
-	switch tty {
-	case "auto":
-		o.Terminal = s.in != nil && term.IsTerminal(int(s.in.Fd())) && isTerminal(s.out)
-	case "always":
-		o.Terminal = true
-	case "never":
-	default:
-		return fail(s, fmt.Errorf("run: --tty %q: want auto, always or never", tty))
-	}
-	if o.Net, err = runner.ParseNetMode(netMode); err != nil {
-		return fail(s, fmt.Errorf("run: --net %v", err))
-	}
-	if o.Net == runner.NetHost {
-		if len(allowHosts) > 0 {
-			return fail(s, errors.New("run: --allow-host needs --net loopback or none (with --net host everything is reachable)"))
+	return func(args []string, s streams) int {
+		o.Args = args
+		if len(o.Args) == 0 {
+			return fail(s, errors.New("run: no command given (usage: sbx run [flags] -- CMD [ARGS...])"))
 		}
-		fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
-	}
-	o.AllowHosts = allowHosts
-	o.Publish = publish
-	if o.Policy, err = runner.ParsePolicy(policy); err != nil {
-		return fail(s, fmt.Errorf("run: --policy: %v", err))
-	}
-	var createdViolations *os.File // the file, if this run created it
-	if violations != "" {
-		// With the user's rights, never through a symlink (the file may
-		// lie in the workspace, where an earlier run's program could
-		// have put one in its place).
-		who := invoker.Cred()
-		f, err := openUserFile(who, violations, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-		if err == nil {
-			createdViolations = f
-		} else if errors.Is(err, os.ErrExist) {
-			f, err = openUserFile(who, violations, os.O_WRONLY|os.O_APPEND, 0)
-		}
+		explicitLimits, err := pf.apply(fs, s, &o, runFlagValues{
+			net: &netMode, policy: &policy, memory: &memory, cpus: &cpus, pids: &pids,
+			allowHosts: &allowHosts, env: &env, ro: &ro, rw: &rw, masks: &pf.masks, protect: &pf.protected,
+		})
 		if err != nil {
-			return fail(s, fmt.Errorf("run: --violations: %w", err))
+			return fail(s, fmt.Errorf("run: %w", err))
 		}
-		defer f.Close()
-		o.Violations = f
-	}
-	o.ReadOnly, o.ReadWrite, o.Env = ro, rw, env
-	o.Limits = sandbox.Limits{MemoryBytes: mem, CPUs: cpus, Pids: pids}
-	o.ExplicitLimits = explicitLimits
-	o.Stdin, o.Stdout, o.Stderr, o.Log = s.in, s.out, s.err, s.err
-	o.ForwardSignals = true
-
-	res, err := runner.Run(context.Background(), o)
-	if err != nil {
-		// A run refused before it started leaves nothing behind: not even
-		// the violations file it created, while that is still empty.
-		if createdViolations != nil {
-			if st, serr := createdViolations.Stat(); serr == nil && st.Size() == 0 {
-				os.Remove(violations)
+		mem, err := parseSize(memory)
+		if err != nil {
+			return fail(s, fmt.Errorf("run: --memory %q: %v", memory, err))
+		}
+		// The ranges the kernel and sbx's own processes accept: CFS bandwidth
+		// needs a quota of at least 1 ms per 100 ms period; the shim (a Go
+		// program, PID 1) and libcontainer's init need a dozen tasks before
+		// the program has one.
+		if cpus < minCPUs || math.IsNaN(cpus) || math.IsInf(cpus, 0) || cpus > 1024 {
+			return fail(s, fmt.Errorf("run: --cpus %v: want a number of cores from %v to 1024", cpus, minCPUs))
+		}
+		if pids < minPids || pids > maxPids {
+			return fail(s, fmt.Errorf("run: --pids %d: want a count from %d to %d", pids, minPids, maxPids))
+		}
+		if o.Timeout < 0 {
+			return fail(s, fmt.Errorf("run: --timeout %v: want a duration > 0", o.Timeout))
+		}
+		switch tty {
+		case "auto":
+			o.Terminal = s.in != nil && term.IsTerminal(int(s.in.Fd())) && isTerminal(s.out)
+		case "always":
+			o.Terminal = true
+		case "never":
+		default:
+			return fail(s, fmt.Errorf("run: --tty %q: want auto, always or never", tty))
+		}
+		if o.Net, err = runner.ParseNetMode(netMode); err != nil {
+			return fail(s, fmt.Errorf("run: --net %v", err))
+		}
+		if o.Net == runner.NetHost {
+			if len(allowHosts) > 0 {
+				return fail(s, errors.New("run: --allow-host needs --net loopback or none (with --net host everything is reachable)"))
 			}
+			fmt.Fprintln(s.err, "sbx: WARNING: --net host: the program shares this machine's network and can reach everything it can (LAN, local services, cloud metadata)")
 		}
-		return fail(s, err)
+		o.AllowHosts = allowHosts
+		o.Publish = publish
+		if o.Policy, err = runner.ParsePolicy(policy); err != nil {
+			return fail(s, fmt.Errorf("run: --policy: %v", err))
+		}
+		var createdViolations *os.File // the file, if this run created it
+		if violations != "" {
+			// With the user's rights, never through a symlink (the file may
+			// lie in the workspace, where an earlier run's program could
+			// have put one in its place).
+			who := invoker.Cred()
+			f, err := openUserFile(who, violations, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+			if err == nil {
+				createdViolations = f
+			} else if errors.Is(err, os.ErrExist) {
+				f, err = openUserFile(who, violations, os.O_WRONLY|os.O_APPEND, 0)
+			}
+			if err != nil {
+				return fail(s, fmt.Errorf("run: --violations: %w", err))
+			}
+			defer f.Close()
+			o.Violations = f
+		}
+		o.ReadOnly, o.ReadWrite, o.Env = ro, rw, env
+		o.Limits = sandbox.Limits{MemoryBytes: mem, CPUs: cpus, Pids: pids}
+		o.ExplicitLimits = explicitLimits
+		o.Stdin, o.Stdout, o.Stderr, o.Log = s.in, s.out, s.err, s.err
+		o.ForwardSignals = true
+
+		res, err := runner.Run(context.Background(), o)
+		if err != nil {
+			// A run refused before it started leaves nothing behind: not even
+			// the violations file it created, while that is still empty.
+			if createdViolations != nil {
+				if st, serr := createdViolations.Stat(); serr == nil && st.Size() == 0 {
+					os.Remove(violations)
+				}
+			}
+			return fail(s, err)
+		}
+		switch {
+		case res.TimedOut:
+			fmt.Fprintf(s.err, "sbx: timed out after %v: killed the sandbox\n", o.Timeout)
+		case res.OOM && res.ExitCode == 128+9:
+			fmt.Fprintf(s.err, "sbx: out of memory: the program was killed at its %s limit (raise it with --memory)\n", memory)
+		case res.OOM:
+			fmt.Fprintf(s.err, "sbx: out of memory: the kernel killed a process of the sandbox at its %s limit; the program itself exited with %d (raise the limit with --memory)\n", memory, res.ExitCode)
+		}
+		if res.CopyBackErr != nil && res.ExitCode == 0 {
+			return exitSbxError // the program succeeded, but its work did not all come back
+		}
+		return res.ExitCode
 	}
-	switch {
-	case res.TimedOut:
-		fmt.Fprintf(s.err, "sbx: timed out after %v: killed the sandbox\n", o.Timeout)
-	case res.OOM && res.ExitCode == 128+9:
-		fmt.Fprintf(s.err, "sbx: out of memory: the program was killed at its %s limit (raise it with --memory)\n", memory)
-	case res.OOM:
-		fmt.Fprintf(s.err, "sbx: out of memory: the kernel killed a process of the sandbox at its %s limit; the program itself exited with %d (raise the limit with --memory)\n", memory, res.ExitCode)
-	}
-	if res.CopyBackErr != nil && res.ExitCode == 0 {
-		return exitSbxError // the program succeeded, but its work did not all come back
-	}
-	return res.ExitCode
 }
 
 // Limits sbx accepts (see the checks in cmdRun).

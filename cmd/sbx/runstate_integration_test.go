@@ -29,6 +29,7 @@ func modeHome(t *testing.T, b *box, m deputyMode) (string, opts, string) {
 		home := b.tempDir()
 		return home, opts{env: append([]string{"HOME=" + home}, m.env...)}, b.sbxHome(b.data)
 	}
+	requireRoot(t) // creates and acts for another user
 	u, err := ensureTestUser("sbx-rootless-test")
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +210,7 @@ func TestRunStateSudoHomeIsTheUsers(t *testing.T) {
 	if rootless() {
 		t.Skip("acts as root for another user")
 	}
+	requireRoot(t) // creates and acts for another user
 	u, err := ensureTestUser("sbx-rootless-test")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,13 @@ func TestUsageExitCodes(t *testing.T) {
 		{"run missing string value", []string{"run", "--workspace"}, 125, "sbx: run: --workspace needs a value (see"},
 		{"exec unknown flag", []string{"exec", "--requst", "x"}, 125, "sbx: exec: unknown flag --requst (did you mean --request?)"},
 		{"exec argument", []string{"exec", "ls"}, 125, "sbx: exec: unexpected argument"},
+		{"run -w after the command", []string{"run", "--frob=1", "--", "-w"}, 125, "unknown flag --frob"},
+		{"help after a bad flag", []string{"run", "--help", "--frob"}, 0, ""},
+		{"help=false", []string{"run", "--help=false"}, 125, "sbx: run: no command given"},
+		{"features --help", []string{"features", "--help"}, 0, ""},
+		{"features argument", []string{"features", "x"}, 125, "sbx: features: unexpected argument"},
+		{"help features", []string{"help", "features"}, 0, ""},
+		{"hidden docs not in help", []string{"help", docsCommand}, 125, "unknown command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errText := sbxIn(tc.args...)
@@ -73,8 +81,10 @@ func TestUsageExitCodes(t *testing.T) {
 	}
 }
 
-// TestFlagError covers the rewriting of package flag's errors directly,
-// including the texts no command line of sbx's reaches.
+// TestFlagError covers parseFlags's errors directly, including the texts
+// no command line of sbx's reaches, and what it parses: an alias sets its
+// flag by the flag's name, and parsing stops at the first argument that is
+// no flag (the program's own, never read as sbx's).
 func TestFlagError(t *testing.T) {
 	newFS := func() *flag.FlagSet {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
@@ -83,28 +93,51 @@ func TestFlagError(t *testing.T) {
 		fs.Int64("pids", 256, "`N` n")
 		fs.Bool("write", false, "w")
 		fs.String("net", "loopback", "`MODE` m")
+		fs.Float64("cpus", 1, "`N` c")
 		return fs
 	}
+	aliases := map[string]string{"w": "write"}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--timeout", "10"}, `--timeout: "10" is not a duration (e.g. 10s, 2m)`},
 		{[]string{"--pids=x"}, `--pids: "x" is not a whole number (e.g. 256)`},
+		{[]string{"--cpus=x"}, `--cpus: "x" is not a number (e.g. 1, 0.5)`},
 		{[]string{"--nett", "x"}, `unknown flag --nett (did you mean --net?)`},
 		{[]string{"--zzzzzz"}, `unknown flag --zzzzzz`},
 		{[]string{"-x"}, `unknown flag -x`},
 		{[]string{"--net"}, `--net needs a value`},
+		{[]string{"--timeout"}, `--timeout needs a value (e.g. 10s, 2m)`},
 		{[]string{"---net"}, `bad flag syntax "---net"`},
+		{[]string{"-=x"}, `bad flag syntax "-=x"`},
 		{[]string{"--write=2"}, `--write: "2" is not true or false`},
+		{[]string{"-w=2"}, `--write: "2" is not true or false`},
 	} {
-		fs := newFS()
-		err := fs.Parse(tc.args)
+		_, _, err := parseFlags(newFS(), aliases, tc.args)
 		if err == nil {
 			t.Fatalf("%q parsed", tc.args)
 		}
-		if got := flagError(fs, err).Error(); got != tc.want {
-			t.Errorf("%q: %q, want %q (flag said %q)", tc.args, got, tc.want, err)
+		if got := err.Error(); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args, rest []string
+		set        string // the flags set, by name, in order
+	}{
+		{[]string{"-w", "--net", "none", "--", "-w", "--net"}, []string{"-w", "--net"}, "net write"},
+		{[]string{"--net=host", "ls", "-w"}, []string{"ls", "-w"}, "net"},
+		{[]string{"-timeout=1s", "-", "x"}, []string{"-", "x"}, "timeout"},
+		{[]string{"--write", "false"}, []string{"false"}, "write"},
+		{nil, nil, ""},
+	} {
+		fs := newFS()
+		rest, help, err := parseFlags(fs, aliases, tc.args)
+		var set []string
+		fs.Visit(func(f *flag.Flag) { set = append(set, f.Name) })
+		if err != nil || help || !slices.Equal(rest, tc.rest) || strings.Join(set, " ") != tc.set {
+			t.Errorf("%q: rest %q help %v err %v set %q; want rest %q set %q", tc.args, rest, help, err, set, tc.rest, tc.set)
 		}
 	}
 }
@@ -124,17 +157,15 @@ func TestNearestFlag(t *testing.T) {
 	}
 }
 
-// TestFlagEntries: a flag without usage text is an error unless it is a
-// second name of a documented flag; entries keep aliases and placeholders.
+// TestFlagEntries: a flag without usage text is an error; entries keep
+// the table's aliases and the usage's placeholders.
 func TestFlagEntries(t *testing.T) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	var w bool
 	var d time.Duration
 	fs.BoolVar(&w, "write", false, "make it writable")
-	fs.BoolVar(&w, "w", false, "")
 	fs.DurationVar(&d, "timeout", 0, "`DUR` kill after DUR")
-	fs.Bool("help", false, "")
-	got, err := flagEntries(fs)
+	got, err := flagEntries(fs, map[string]string{"w": "write"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +174,7 @@ func TestFlagEntries(t *testing.T) {
 		t.Errorf("entries %+v", got)
 	}
 	fs.String("undocumented", "", "")
-	if _, err := flagEntries(fs); err == nil || !strings.Contains(err.Error(), "--undocumented has no usage text") {
+	if _, err := flagEntries(fs, nil); err == nil || !strings.Contains(err.Error(), "--undocumented has no usage text") {
 		t.Errorf("undocumented flag: err %v", err)
 	}
 }
@@ -159,6 +190,7 @@ func TestHelpGolden(t *testing.T) {
 		{"run.txt", []string{"run", "--help"}},
 		{"exec.txt", []string{"exec", "--help"}},
 		{"doctor.txt", []string{"doctor", "--help"}},
+		{"features.txt", []string{"features", "--help"}},
 	} {
 		code, out, _ := sbxIn(tc.args...)
 		if code != 0 {

@@ -100,7 +100,7 @@ export default function (pi: ExtensionAPI) {
 						: `none (looked for ${globalSettings} and ${join(ctx.cwd, ".pi", "sandbox.json")})`
 				}`,
 				`run: ${argv}`,
-				`sbx flags: --settings ${s.features.settings ? "yes" : "no"}, --tighten-settings ${s.features.tightenSettings ? "yes" : "no"}, --quiet ${s.features.quiet ? "yes" : "no"}, --no-profile ${s.features.noProfile ? "yes" : "no"}`,
+				`sbx flags: --settings ${s.features.settings ? "yes" : "no"}, --tighten-settings ${s.features.tightenSettings ? "yes" : "no"}, --quiet ${s.features.quiet ? "yes" : "no"}, --no-profile ${s.features.noProfile ? "yes" : "no"} (from ${s.featuresSource})`,
 				"",
 				"sbx doctor:",
 				s.doctor.output,

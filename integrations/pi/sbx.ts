@@ -52,7 +52,40 @@ export interface DoctorReport {
 export interface SbxInfo {
 	bin: string;
 	features: Features;
+	/**
+	 * Where features came from: "sbx features --json", or why it could not
+	 * be read (an sbx without the command: no optional flag is used).
+	 */
+	featuresSource: string;
 	doctor: DoctorReport;
+}
+
+const noFeatures: Features = { settings: false, tightenSettings: false, quiet: false, noProfile: false };
+
+/**
+ * readFeatures reads the flags of "sbx run" from the output of
+ * "sbx features --json" (its commands[].flags[].name). Anything else (an
+ * sbx without the command, output that is not that JSON) is an error, for
+ * which the caller uses no optional flag.
+ */
+export function readFeatures(out: string): Features {
+	let doc: unknown;
+	try {
+		doc = JSON.parse(out);
+	} catch (err) {
+		throw new Error(`not JSON (${(err as Error).message})`);
+	}
+	const commands = (doc as { commands?: unknown }).commands;
+	if (!Array.isArray(commands)) throw new Error("no commands in it");
+	const runCmd = commands.find((c) => (c as { name?: unknown })?.name === "run") as { flags?: unknown } | undefined;
+	if (!runCmd || !Array.isArray(runCmd.flags)) throw new Error("no run command with flags in it");
+	const names = new Set(runCmd.flags.map((f) => (f as { name?: unknown })?.name).filter((n): n is string => typeof n === "string"));
+	return {
+		settings: names.has("settings"),
+		tightenSettings: names.has("tighten-settings"),
+		quiet: names.has("quiet"),
+		noProfile: names.has("no-profile"),
+	};
 }
 
 function run(bin: string, args: string[]): Promise<{ status: number | null; out: string; err?: Error }> {
@@ -70,27 +103,31 @@ function run(bin: string, args: string[]): Promise<{ status: number | null; out:
 }
 
 /**
- * probe asks bin for its run flags ("sbx run --help") and its verdict on
- * this host ("sbx doctor": exit status 0 when a run can enforce). A
- * missing binary is a failed doctor, never an error.
+ * probe asks bin which flags its "sbx run" has ("sbx features --json") and
+ * its verdict on this host ("sbx doctor": exit status 0 when a run can
+ * enforce). A missing binary is a failed doctor, never an error; an sbx
+ * without "sbx features" is used with no optional flag (featuresSource
+ * says so).
  */
 export async function probe(bin: string): Promise<SbxInfo> {
-	const [help, doc] = await Promise.all([run(bin, ["run", "--help"]), run(bin, ["doctor"])]);
+	const [feat, doc] = await Promise.all([run(bin, ["features", "--json"]), run(bin, ["doctor"])]);
 	if (doc.err) {
 		const missing = `sbx not found or not executable (${bin}: ${doc.err.message})`;
-		return { bin, features: { settings: false, tightenSettings: false, quiet: false, noProfile: false }, doctor: { ok: false, verdict: missing, output: missing } };
+		return { bin, features: noFeatures, featuresSource: missing, doctor: { ok: false, verdict: missing, output: missing } };
 	}
 	const verdict = /^verdict:\s*(.*)$/m.exec(doc.out)?.[1] ?? `sbx doctor exited ${doc.status}`;
-	return {
-		bin,
-		features: {
-			settings: /^\s*--settings\b/m.test(help.out),
-			tightenSettings: /^\s*--tighten-settings\b/m.test(help.out),
-			quiet: /^\s*--quiet\b/m.test(help.out),
-			noProfile: /^\s*--no-profile\b/m.test(help.out),
-		},
-		doctor: { ok: doc.status === 0, verdict, output: doc.out.trimEnd() },
-	};
+	let features = noFeatures;
+	let featuresSource = "sbx features --json";
+	if (feat.status !== 0) {
+		featuresSource = `sbx features --json failed (exit ${feat.status}; an sbx older than the command?): no optional flag used`;
+	} else {
+		try {
+			features = readFeatures(feat.out);
+		} catch (err) {
+			featuresSource = `sbx features --json unreadable (${(err as Error).message}): no optional flag used`;
+		}
+	}
+	return { bin, features, featuresSource, doctor: { ok: doc.status === 0, verdict, output: doc.out.trimEnd() } };
 }
 
 /**

@@ -2,9 +2,12 @@ package cgroup2
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // TestMount: the mount found is a cgroup2 filesystem, and RootOf finds it
@@ -12,7 +15,7 @@ import (
 func TestMount(t *testing.T) {
 	m, err := Mount()
 	if errors.Is(err, ErrNoMount) {
-		t.Skipf("this host has no cgroup2 mount: %v", err)
+		sbxtest.Skip(t, sbxtest.Cgroup2, fmt.Sprintf("this host has no cgroup2 mount: %v", err))
 	}
 	if err != nil {
 		t.Fatal(err)

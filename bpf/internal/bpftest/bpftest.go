@@ -18,15 +18,17 @@ import (
 
 	"github.com/sbx-sandbox/sbx/bpf/pin"
 	"github.com/sbx-sandbox/sbx/internal/cgroup2"
+	"github.com/sbx-sandbox/sbx/internal/sbxtest"
 )
 
 // RequireRoot skips when the test cannot have the privileges cgroup BPF
 // needs.
 func RequireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (cgroup BPF, bpffs, cgroup2 writes)")
+	if testing.Short() {
+		t.Skip("loads BPF programs as root; skipped with -short")
 	}
+	sbxtest.RequireRoot(t, "needs root (cgroup BPF, bpffs, cgroup2 writes)")
 }
 
 // RandName is a random name for a test's cgroups and pin roots.
