@@ -33,8 +33,9 @@ demo: deps build
 
 ## test: everything CI runs: vet, lint, generated-code check, unit, integration and
 ## escape tests, the static release binary on an old userland, a short fuzz
-## of every parser, the BPF LSM tests under QEMU, and the whole program on a
-## booted Debian 12 guest (e2e-vm)
+## of every parser, the BPF LSM tests under QEMU, and the whole program on
+## booted Debian guests, one per kernel of the matrix (e2e-vm: 6.1, 5.10,
+## bookworm-backports')
 test: deps vet lint generate-check build
 	$(GO) test $(GOFLAGS) -tags $(TAGS) -count=1 ./...
 	$(MAKE) test-rootless
