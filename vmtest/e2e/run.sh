@@ -35,6 +35,8 @@
 #                the BPF LSM set is refused by the verifier, not by the list).
 #                One kernel alone: E2E_BOOTS=bullseye:lockdown,capability,bpf
 #   E2E_TIMEOUT  seconds per boot before QEMU is killed (default 1200)
+#   E2E_START_TIMEOUT  seconds for the guest to start the suite; a boot
+#                that has not is stopped and booted again once (default 420)
 #   E2E_SBX      the sbx binary to test (default bin/sbx)
 #   E2E_LOGS     directory for the console logs (default vmtest/.cache/e2e/logs)
 #   E2E_CACHE    where the images are cached (default vmtest/.cache/e2e)
@@ -45,6 +47,7 @@ here="$root/vmtest/e2e"
 cache=${E2E_CACHE:-$root/vmtest/.cache/e2e}
 boots=${E2E_BOOTS:-landlock,lockdown,capability,bpf default bullseye:lockdown,capability,bpf bookworm-backports:default}
 timeout=${E2E_TIMEOUT:-1200}
+start_timeout=${E2E_START_TIMEOUT:-420}
 sbx=${E2E_SBX:-$root/bin/sbx}
 logs=${E2E_LOGS:-$cache/logs}
 
@@ -98,29 +101,63 @@ make_job_disk() {
 # failed_check matches suite.sh's line for a failed check.
 failed_check='(^|[^[:alnum:]])FAIL (root|user) '
 
+# run_qemu IMG APPEND CONSOLE: one QEMU run of IMG's kernel with the
+# command line APPEND, its console into CONSOLE. Sets qrc (timeout's
+# status: 124 when the whole boot ran out of time) and stalled (1 when
+# QEMU was stopped because the suite had not started after
+# E2E_START_TIMEOUT seconds).
+run_qemu() {
+	local img=$1 append=$2 console=$3 pid waited=0
+	rm -f "$work/qemu.pid" "$work/qemu.rc"
+	{
+		timeout "$timeout" qemu-system-x86_64 -nic none -machine pc -accel tcg -cpu max,la57=off \
+			-m 4096 -smp 2 -nographic -no-reboot -pidfile "$work/qemu.pid" \
+			-kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$append" \
+			-drive "file=$img/image.img,if=virtio,format=raw,snapshot=on" \
+			-drive "file=$work/job.img,if=virtio,format=raw" \
+			</dev/null 2>&1
+		echo $? >"$work/qemu.rc"
+	} | sed -u 's/\r//g; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' >"$console" &
+	pid=$!
+	stalled=0
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 5
+		waited=$((waited + 5))
+		if [ "$stalled" = 0 ] && [ "$waited" -ge "$start_timeout" ] && ! grep -q 'SBX-E2E: kernel ' "$console"; then
+			stalled=1
+			kill "$(cat "$work/qemu.pid" 2>/dev/null)" 2>/dev/null || true
+		fi
+	done
+	wait "$pid" || true
+	qrc=$(cat "$work/qemu.rc" 2>/dev/null || echo 1)
+}
+
 # boot KERNEL LSM NAME: one boot of KERNEL's guest with lsm=LSM ("default":
-# none given).
+# none given). A boot whose suite has not started after E2E_START_TIMEOUT
+# (a guest that stalls early under TCG: QEMU idle, nothing on the console)
+# is booted once more, without "quiet" so that a second stall shows where;
+# the first console is kept as NAME.stalled.log.
 boot() {
-	local kernel=$1 lsm=$2 name=$3 console="$logs/$3.log" append start rc img release want
+	local kernel=$1 lsm=$2 name=$3 console="$logs/$3.log" append start rc img release want qrc stalled
 	img=${images[$kernel]}
 	release=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^linux-image-/) { sub(/^linux-image-/, "", $i); print $i; exit } }' "$img/stamp")
 	want=$(expectation "$kernel")
-	append="root=/dev/vda rw console=ttyS0 panic=-1 nohz=off quiet loglevel=4 systemd.show_status=false"
+	append="root=/dev/vda rw console=ttyS0 panic=-1 nohz=off systemd.show_status=false"
 	[ "$lsm" = default ] || append+=" lsm=$lsm"
 	log "boot $name: $release lsm=$lsm, expecting $want (TCG; timeout ${timeout}s)"
 	start=$(date +%s)
-	set +e
-	timeout "$timeout" qemu-system-x86_64 -nic none -machine pc -accel tcg -cpu max,la57=off \
-		-m 4096 -smp 2 -nographic -no-reboot \
-		-kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$append" \
-		-drive "file=$img/image.img,if=virtio,format=raw,snapshot=on" \
-		-drive "file=$work/job.img,if=virtio,format=raw" \
-		</dev/null 2>&1 | sed -u 's/\r//g; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' >"$console"
-	rc=${PIPESTATUS[0]}
-	set -e
+	rm -f "$logs/$name.stalled.log"
+	run_qemu "$img" "$append quiet loglevel=4" "$console"
+	if [ "$stalled" = 1 ]; then
+		log "boot $name: the suite had not started after ${start_timeout}s (QEMU stopped); booting again"
+		mv "$console" "$logs/$name.stalled.log"
+		run_qemu "$img" "$append" "$console"
+	fi
+	rc=$qrc
 	local elapsed=$(($(date +%s) - start)) fail=()
 	[ "$rc" != 124 ] || fail+=("QEMU timed out after ${timeout}s")
-	[ "$rc" = 124 ] || [ "$rc" = 0 ] || fail+=("QEMU exited with status $rc")
+	[ "$stalled" = 0 ] || fail+=("the suite had not started after ${start_timeout}s, twice")
+	[ "$rc" = 124 ] || [ "$stalled" = 1 ] || [ "$rc" = 0 ] || fail+=("QEMU exited with status $rc")
 	# The markers are matched anywhere in a line: the serial console
 	# interleaves the firmware's and the kernel's output with the guest's
 	# (a boot once ate the newline before the first marker).
