@@ -51,6 +51,9 @@ var (
 	// MinLandlock is the Landlock file tier's floor, the rootless one
 	// (Landlock ABI 1).
 	MinLandlock = Floor{KernelVersion{5, 13}, "Landlock"}
+	// MinTracer is the denial tracer's floor: like the BPF LSM
+	// programs, it walks paths with bpf_loop (5.17).
+	MinTracer = Floor{KernelVersion{5, 17}, "bpf_loop"}
 	// MinWall is the cgroup BPF network wall's floor: its reports go
 	// through BPF ring buffers (5.8).
 	MinWall = Floor{KernelVersion{5, 8}, "BPF ring buffers"}

@@ -73,7 +73,7 @@ func Probe(o Options) policy.Host {
 		h.Tracer = policy.Absent(policy.ErrCgroupBPFNeedsRoot)
 	} else {
 		h.CgroupBPF = feature("sock_create, connect4/6, sendmsg4/6, bind4/6", belowFloor(cgroupBPFErr(), bpf.MinWall, "cgroup BPF network wall", k))
-		h.Tracer = feature("tp_btf sys_exit: reports refusals by Landlock, seccomp and read-only mounts", tracerErr())
+		h.Tracer = feature("tp_btf sys_exit: reports refusals by Landlock, seccomp and read-only mounts", belowFloor(tracerErr(), bpf.MinTracer, "denial tracer", k))
 	}
 	h.Securityfs = feature("/sys/kernel/security", mountedErr("/sys/kernel/security", "securityfs"))
 	h.BPFFS = feature("/sys/fs/bpf", mountedErr("/sys/fs/bpf", "bpf"))

@@ -16,13 +16,17 @@ vmtest:
 vmtest-clean:
 	rm -rf $(VMTEST_DIR)/.cache
 
-# make e2e-vm: the whole program on a stock Debian 12 system (systemd,
-# cgroup2 only, the 6.1 cloud kernel) under QEMU: vmtest/e2e/run.sh boots
-# the cached guest (built once by vmtest/e2e/image.sh, needs root and the
-# network) with lsm=landlock,lockdown,capability,bpf and with the kernel's
-# default LSM list, and runs vmtest/e2e/suite.sh with bin/sbx as root and
-# as a user with systemd delegation. Settings: E2E_BOOTS, E2E_TIMEOUT,
-# E2E_SBX, E2E_LOGS, E2E_CACHE; see vmtest/e2e/run.sh.
+# make e2e-vm: the whole program on stock Debian systems (systemd, cgroup2
+# only) under QEMU, a kernel matrix: vmtest/e2e/run.sh boots the cached
+# bookworm guest (built once by vmtest/e2e/image.sh, needs root and the
+# network) with its 6.1 cloud kernel, lsm=landlock,lockdown,capability,bpf
+# and the kernel's default LSM list, and copies of it with bullseye's 5.10
+# and bookworm-backports' cloud kernels (vmtest/e2e/kernel.sh), and runs
+# vmtest/e2e/suite.sh with bin/sbx as root and as a user with systemd
+# delegation: on 6.1 and the backports kernel the suite passes; on 5.10
+# (no Landlock, no BPF LSM program set) every run must refuse. Settings:
+# E2E_BOOTS (which kernels and LSM lists), E2E_TIMEOUT, E2E_SBX, E2E_LOGS,
+# E2E_CACHE; see vmtest/e2e/run.sh.
 export E2E_BOOTS E2E_TIMEOUT E2E_SBX E2E_LOGS E2E_CACHE
 
 .PHONY: e2e-vm e2e-vm-image

@@ -17,12 +17,15 @@
 set -euo pipefail
 
 E2E_IMAGE_VERSION=${E2E_IMAGE_VERSION:-bookworm-1}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
 cache=${E2E_CACHE:-$root/vmtest/.cache/e2e}
 dir="$cache/image-$E2E_IMAGE_VERSION"
 
 log() { echo "e2e-image: $*" >&2; }
 die() { echo "e2e-image: FAIL: $*" >&2; exit 1; }
+# shellcheck source=vmtest/e2e/apt.sh
+. "$here/apt.sh"
 
 if [ -s "$dir/stamp" ] && [ -s "$dir/image.img" ] && [ -s "$dir/vmlinuz" ] && [ -s "$dir/initrd.img" ]; then
 	log "cached: $dir ($(cat "$dir/stamp"))"
@@ -35,26 +38,14 @@ for t in debootstrap:debootstrap mkfs.ext4:e2fsprogs apt-get:apt chroot:coreutil
 	command -v "${t%%:*}" >/dev/null 2>&1 || die "${t%%:*} not found (apt-get install ${t#*:})"
 done
 
-# The mirror apt already uses (deb822 sources first, then sources.list).
-mirror=$(sed -n 's/^URIs: *\([^ ]*debian\/\{0,1\}\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -n1 || true)
-if [ -z "$mirror" ]; then
-	mirror=$(awk '$1 == "deb" && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
-fi
-mirror=${mirror:-http://deb.debian.org/debian}
+mirror=$(apt_mirror)
+[ -n "$mirror" ] || die "found no Debian mirror in apt's sources"
 
 # The 6.1 cloud kernel the metapackage points to.
 kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
 	sed -n 's/^ *Depends: \(linux-image-6\.1\.0-[0-9]*-cloud-amd64\)$/\1/p' | head -n1)
 [ -n "$kpkg" ] || die "apt knows no linux-image-6.1.0-*-cloud-amd64 (run apt-get update)"
 
-# unmount_under DIR lazily unmounts every mount at or below DIR (an earlier
-# build killed before its cleanup leaves the chroot's /proc, /sys and /dev
-# mounted: removing the tree through them would reach the host's).
-unmount_under() {
-	local m
-	awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r |
-		while read -r m; do umount -l "$m" || true; done
-}
 for d in "$dir" "$dir.tmp"; do
 	unmount_under "$d"
 	rm -rf --one-file-system "$d"
