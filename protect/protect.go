@@ -209,13 +209,18 @@ func (m Mounts) trees(policyRW []string, userHome string) trees {
 // returned, not followed. Call it once the sandbox is gone, with the
 // invoking user's rights.
 func (m Mounts) Created(start Protection, policyRW []string, userHome string) ([]string, error) {
-	w := newWalker(m.trees(policyRW, userHome), DefaultLimits)
+	return created(start, m.trees(policyRW, userHome), DefaultLimits)
+}
+
+// created is Created for the trees t, with limits lim.
+func created(start Protection, t trees, lim Limits) ([]string, error) {
+	w := newWalker(t, lim)
 	w.end = true
 	if err := w.walkAll(); err != nil {
 		return nil, err
 	}
 	slices.Sort(w.found)
-	var created []string
+	var made []string
 	for _, p := range slices.Compact(w.found) {
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err != nil {
@@ -224,9 +229,9 @@ func (m Mounts) Created(start Protection, policyRW []string, userHome string) ([
 		if id, ok := start.seen[p]; ok && id == (fileID{uint64(st.Dev), st.Ino}) {
 			continue
 		}
-		created = append(created, p)
+		made = append(made, p)
 	}
-	return created, nil
+	return made, nil
 }
 
 // newWalker is a walker of the trees t, with limits lim.
