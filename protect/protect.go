@@ -114,6 +114,10 @@ type Protection struct {
 	// ids are the identities of ReadOnly and Pinned as the walk found
 	// them (see verify).
 	ids map[string]fileID
+	// seen are all the protected entries the walk found (those inside
+	// another one too), with their identities: what Mounts.Created
+	// compares the end of the run with.
+	seen map[string]fileID
 }
 
 // fileID identifies a file: its device and inode.
@@ -182,6 +186,11 @@ type trees struct {
 // profile or the config), and the home's names are looked for in the
 // invoking user's home too.
 func (m Mounts) Run(policyRW []string, userHome string) (Protection, error) {
+	return protectTrees(m.trees(policyRW, userHome), DefaultLimits)
+}
+
+// trees are the trees of m for Run and Created.
+func (m Mounts) trees(policyRW []string, userHome string) trees {
 	open := slices.DeleteFunc(slices.Clone(m.RW), func(p string) bool { return slices.Contains(policyRW, p) })
 	home := ""
 	if h := userHome; filepath.IsAbs(h) && h != "/" {
@@ -189,13 +198,45 @@ func (m Mounts) Run(policyRW []string, userHome string) (Protection, error) {
 			home = r
 		}
 	}
-	return protectTrees(trees{ws: m.WS, write: m.Write, ro: m.RO, rw: m.RW, open: open, home: home}, DefaultLimits)
+	return trees{ws: m.WS, write: m.Write, ro: m.RO, rw: m.RW, open: open, home: home}
 }
 
-// protectTrees is protectPaths with what opens an entry and the limits.
-func protectTrees(t trees, lim Limits) (Protection, error) {
-	ws := t.ws
-	w := &walker{mounts: map[string]bool{ws: t.write}, opened: map[string]bool{}, lim: lim, deadline: time.Now().Add(lim.Time), buf: make([]byte, 32<<10)}
+// Created returns the protected entries in the writable trees of m that
+// the run created: the entries that the same walk as Run's finds now (its
+// limits included) and that start, Run's result at the start of the run,
+// did not find at their path with their identity. An entry opened by a
+// command-line --rw path is not one. A created entry that is a symlink is
+// returned, not followed. Call it once the sandbox is gone, with the
+// invoking user's rights.
+func (m Mounts) Created(start Protection, policyRW []string, userHome string) ([]string, error) {
+	return created(start, m.trees(policyRW, userHome), DefaultLimits)
+}
+
+// created is Created for the trees t, with limits lim.
+func created(start Protection, t trees, lim Limits) ([]string, error) {
+	w := newWalker(t, lim)
+	w.end = true
+	if err := w.walkAll(); err != nil {
+		return nil, err
+	}
+	slices.Sort(w.found)
+	var made []string
+	for _, p := range slices.Compact(w.found) {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			continue // gone since it was found
+		}
+		if id, ok := start.seen[p]; ok && id == (fileID{uint64(st.Dev), st.Ino}) {
+			continue
+		}
+		made = append(made, p)
+	}
+	return made, nil
+}
+
+// newWalker is a walker of the trees t, with limits lim.
+func newWalker(t trees, lim Limits) *walker {
+	w := &walker{t: t, mounts: map[string]bool{t.ws: t.write}, opened: map[string]bool{}, lim: lim, deadline: time.Now().Add(lim.Time), buf: make([]byte, 32<<10)}
 	// The order of sandbox.Spec.Config: at the same path an --rw mount
 	// lies over an --ro one, and both over the workspace.
 	for _, p := range t.ro {
@@ -207,6 +248,12 @@ func protectTrees(t trees, lim Limits) (Protection, error) {
 	for _, p := range t.open {
 		w.opened[p] = true
 	}
+	return w
+}
+
+// walkAll walks every writable tree of w.t for protected entries.
+func (w *walker) walkAll() error {
+	t, ws := w.t, w.t.ws
 	var roots []string
 	for p, writable := range w.mounts {
 		if fi, err := os.Stat(p); writable && err == nil && fi.IsDir() {
@@ -216,13 +263,22 @@ func protectTrees(t trees, lim Limits) (Protection, error) {
 	slices.Sort(roots)
 	for _, root := range roots {
 		if err := w.walk(root, root == ws); err != nil {
-			return Protection{}, err
+			return err
 		}
 		if t.home != "" && t.home != ws && (hostfs.Under(t.home, root) || hostfs.Under(root, t.home)) {
 			if err := w.homeNames(root, t.home); err != nil {
-				return Protection{}, err
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// protectTrees is protectPaths with what opens an entry and the limits.
+func protectTrees(t trees, lim Limits) (Protection, error) {
+	w := newWalker(t, lim)
+	if err := w.walkAll(); err != nil {
+		return Protection{}, err
 	}
 	pr, err := w.result()
 	afterProtectWalk()
@@ -265,6 +321,13 @@ func (w *walker) result() (Protection, error) {
 	slices.Sort(pr.Pinned)
 	if n := len(pr.ReadOnly) + len(pr.Pinned); n > w.lim.Mounts {
 		return Protection{}, fmt.Errorf("protected paths: %d entries and directories above them to protect, more than %d; run with a narrower --workspace, or without --write", n, w.lim.Mounts)
+	}
+	pr.seen = map[string]fileID{}
+	for _, p := range w.found {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err == nil {
+			pr.seen[p] = fileID{uint64(st.Dev), st.Ino}
+		}
 	}
 	pr.ids = map[string]fileID{}
 	for _, p := range slices.Concat(pr.ReadOnly, pr.Pinned) {

@@ -18,12 +18,17 @@ import (
 
 // walker holds the state of one protectPaths.
 type walker struct {
+	t trees
 	// mounts are the sandbox's mounts of host paths at their own path
 	// (the workspace, --ro and --rw paths), each with whether it is
 	// writable.
-	mounts   map[string]bool
-	opened   map[string]bool
-	found    []string
+	mounts map[string]bool
+	opened map[string]bool
+	found  []string
+	// end says the walk runs after the run (see Mounts.Created): it
+	// records a protected entry that is a symlink instead of refusing it,
+	// and does not follow gitfiles.
+	end      bool
 	dirs     int
 	lim      Limits
 	deadline time.Time
@@ -224,11 +229,23 @@ func (w *walker) entry(root, p string) error {
 	}
 	for d := p; d != root && hostfs.Under(d, root); d = filepath.Dir(d) {
 		fi, err := os.Lstat(d)
+		if err != nil && w.end {
+			return nil // gone since it was listed
+		}
 		if err != nil {
 			return fmt.Errorf("protected paths: %w", err)
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
 			continue
+		}
+		if w.end {
+			// The entry itself is a symlink: recorded (it is moved
+			// aside, not followed). Below a symlink: not an entry at
+			// this path (its target is walked where it lies).
+			if d == p {
+				w.found = append(w.found, p)
+			}
+			return nil
 		}
 		target, _ := os.Readlink(d)
 		if r, err := filepath.EvalSymlinks(p); err == nil && w.opened[r] {
@@ -237,7 +254,7 @@ func (w *walker) entry(root, p string) error {
 		return fmt.Errorf("%w: %s (-> %s) could be replaced by the program with one of its own, which the host would then use; run without --write, or open it deliberately with --rw %s", ErrProtectedSymlink, d, target, p)
 	}
 	w.found = append(w.found, p)
-	if filepath.Base(p) == ".git" {
+	if !w.end && filepath.Base(p) == ".git" {
 		return w.git(p)
 	}
 	return nil

@@ -173,12 +173,15 @@ type Options struct {
 	// owner (see invoker.WorkspaceOwner).
 	forOwner bool
 
-	who      invoker.User       // filled by resolvePaths
-	tiers    tiers              // filled by spec
-	protect  protect.Protection // filled by spec: checked once the sandbox is set up
-	allow    egress.Allowlist   // filled by spec
-	publish  []netsvc.Publish   // filled by spec
-	rootOnly chan []string      // filled by spec: sandbox.RootOnly of /etc, for uid 0
+	who     invoker.User       // filled by resolvePaths
+	tiers   tiers              // filled by spec
+	protect protect.Protection // filled by spec: checked once the sandbox is set up
+	// walked are the mounts the protected-entry walk of spec searched
+	// (filled by spec): searched again once the sandbox is gone.
+	walked   protect.Mounts
+	allow    egress.Allowlist // filled by spec
+	publish  []netsvc.Publish // filled by spec
+	rootOnly chan []string    // filled by spec: sandbox.RootOnly of /etc, for uid 0
 	// limitsNote is why a rootless run's limits are rlimits (set by
 	// rootlessLimits); spec notes it once nothing can refuse the run.
 	limitsNote error

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/home"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
+	"github.com/sbx-sandbox/sbx/protect"
 	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/sandbox"
 	"github.com/sbx-sandbox/sbx/stage"
@@ -70,6 +72,7 @@ func (r *run) plan(cleanup func(), staged *stage.Plan) {
 		&homePart{cleanup: cleanup},
 		rwCopyBackPart{},
 		&copyBackPart{plan: staged},
+		createdPart{},
 		reportPart{},
 	}
 	if !r.spec.Rootless {
@@ -197,6 +200,52 @@ func (rwCopyBackPart) close(r *run) {
 		if r.res.CopyBackErr == nil {
 			r.res.CopyBackErr = err
 		}
+	}
+}
+
+// createdPart moves aside the protected entries the program created,
+// once the sandbox is destroyed (its program and every process of it are
+// gone) and before the copy-backs: the walk of the start is done again
+// over the writable trees, as the invoking user, and an entry it did not
+// find then (a new pkg/.pi, sub/.git, .envrc) would run outside the
+// sandbox later (pi, git, direnv read them), so it is renamed to
+// NAME.sbx-blocked-ID for the user to look at. The run's exit status
+// stays the program's whatever happens here.
+type createdPart struct{ base }
+
+func (createdPart) close(r *run) {
+	o := r.o
+	m := o.walked
+	if !m.Write && len(m.RW) == 0 {
+		return // no writable tree
+	}
+	type moved struct{ from, to string }
+	var done []moved
+	var failed []error
+	err := o.cred.Do(func() error {
+		created, err := m.Created(o.protect, o.policyRW, o.who.Home)
+		if err != nil {
+			return err
+		}
+		for _, p := range created {
+			to, err := protect.MoveAside(p, r.spec.ID)
+			if err != nil {
+				failed = append(failed, err)
+				continue
+			}
+			done = append(done, moved{p, to})
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(o.Log, "sbx: could not search the writable trees for protected entries the program created: %s\n", safetext.Escape(err.Error()))
+	}
+	for _, mv := range done {
+		r.res.Blocked = append(r.res.Blocked, mv.to)
+		fmt.Fprintf(o.Log, "sbx: moved %s aside to %s: the program created this protected entry, and what is in it runs outside the sandbox (git hooks, pi extensions, direnv, editor tasks); look at it, and move it back if you trust it\n", safetext.Escape(mv.from), safetext.Escape(filepath.Base(mv.to)))
+	}
+	for _, err := range failed {
+		fmt.Fprintf(o.Log, "sbx: the program created a protected entry that could not be moved aside (it runs outside the sandbox if used; remove it unless you trust it): %s\n", safetext.Escape(err.Error()))
 	}
 }
 

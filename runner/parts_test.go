@@ -87,7 +87,7 @@ func TestPlanTeardownOrder(t *testing.T) {
 	for i := len(r.parts) - 1; i >= 0; i-- {
 		got = append(got, tierName(r.parts[i]))
 	}
-	want := []string{"network", "sandbox", "terminal", "lsm", "tracer", "wall", "report", "copy-back", "rw-copy-back", "home"}
+	want := []string{"network", "sandbox", "terminal", "lsm", "tracer", "wall", "report", "created", "copy-back", "rw-copy-back", "home"}
 	if !slices.Equal(got, want) {
 		t.Errorf("teardown order\n got %v\nwant %v", got, want)
 	}
@@ -104,6 +104,8 @@ func tierName(t part) string {
 		return "rw-copy-back"
 	case reportPart:
 		return "report"
+	case createdPart:
+		return "created"
 	case *wallTier:
 		return "wall"
 	case *tracerPart:

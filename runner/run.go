@@ -61,6 +61,11 @@ type Result struct {
 	// (its processes killed, cgroups and state removed); Run then also
 	// returns it wrapped in a [*CleanupError].
 	CleanupErr error
+	// Blocked are the protected entries the program created (a .pi,
+	// .git, .envrc, ... that did not exist at the start), each moved
+	// aside to NAME.sbx-blocked-ID once the sandbox was gone: the new
+	// paths.
+	Blocked []string
 }
 
 // CleanupError is returned by Run when the program ran but the sandbox could
@@ -515,6 +520,7 @@ func (o *Options) spec() (*sandbox.Spec, func(), error) {
 	err = o.cred.Do(func() error {
 		var err error
 		m := protect.Mounts{WS: ws, Write: o.Write, RO: ro, RW: rw}
+		o.walked = m
 		if prot, err = m.Run(o.policyRW, o.who.Home); err != nil {
 			return err
 		}
