@@ -116,27 +116,10 @@ func (r *RunDir) Remove(stagingState string) {
 	if stage.Pending(stagingState, r.path) {
 		return
 	}
-	if err := emptyAsUser(r.cred, r.dir); err == nil {
+	if err := r.cred.Do(r.dir.Empty); err == nil {
 		os.Remove(r.path)
 		os.Remove(r.lockPath)
 	}
-}
-
-// emptyAsUser removes everything in d with the user's identity, never
-// following a symlink.
-func emptyAsUser(c hostfs.Cred, d *hostfs.Dir) error {
-	return c.Do(func() error {
-		names, err := d.ReadDir(".")
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			if err := d.RemoveAll(n); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 // SweepRunDirs removes the run dirs of runs whose sbx is gone (their lock
@@ -205,7 +188,7 @@ func removeRunDir(p string, log io.Writer) {
 			fmt.Fprintf(log, "sbx: warning: %v\n", err)
 		}
 	}
-	if emptyAsUser(owner, d) == nil {
+	if owner.Do(d.Empty) == nil {
 		os.Remove(p)
 	}
 }

@@ -231,6 +231,21 @@ func (d *Dir) Remove(rel string) error {
 	return nil
 }
 
+// Empty removes everything in d, never following a symlink (d itself
+// stays).
+func (d *Dir) Empty() error {
+	names, err := d.ReadDir(".")
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := d.RemoveAll(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RemoveAll removes rel and everything below it without following any
 // symlink; a missing rel is no error.
 func (d *Dir) RemoveAll(rel string) error {

@@ -293,6 +293,12 @@ func quietSyscall(e events.Event) bool {
 // like every denial, counted for the summary, but no "sbx: denied" line.
 func (r *Reporter) addQuietLocked(v Violation) {
 	r.quiet++
+	r.keepLocked(v)
+}
+
+// keepLocked keeps v for the result (past MaxKept it is counted as
+// dropped) and writes it to --violations.
+func (r *Reporter) keepLocked(v Violation) {
 	if len(r.kept) < MaxKept {
 		r.kept = append(r.kept, v)
 	} else {
@@ -343,14 +349,7 @@ func (r *Reporter) addHintedLocked(v Violation, hint string) {
 			defer r.emit(h) // after the denial's own line
 		}
 	}
-	if len(r.kept) < MaxKept {
-		r.kept = append(r.kept, v)
-	} else {
-		r.dropped++
-	}
-	if r.enc != nil {
-		r.writeLocked(v)
-	}
+	r.keepLocked(v)
 	key := v.Op + " " + v.Target
 	if n, ok := r.seen[key]; ok {
 		r.seen[key] = n + 1

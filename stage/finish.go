@@ -101,7 +101,7 @@ func copyBackRun(m *manifest, warn io.Writer) error {
 		if len(errs) > 0 {
 			return errors.Join(errs...)
 		}
-		if err := emptyDir(run); err != nil {
+		if err := run.Empty(); err != nil {
 			return fmt.Errorf("empty the run dir of run %s: %w", m.RunID, err)
 		}
 		if m.Throwaway {

@@ -655,7 +655,7 @@ func dirID(p string) (hostfs.FileID, error) {
 // abort undoes a failed Prepare.
 func (p *Plan) abort() {
 	if p.run != nil {
-		_ = p.opts.Cred.Do(func() error { return emptyDir(p.run) })
+		_ = p.opts.Cred.Do(p.run.Empty)
 		p.run.Close()
 		p.run = nil
 	}
@@ -666,18 +666,4 @@ func (p *Plan) abort() {
 	os.Remove(lockPath(p.opts.StateDir, p.opts.RunID))
 	p.lock.Close()
 	p.lock = nil
-}
-
-// emptyDir removes everything in d, without following any symlink.
-func emptyDir(d *hostfs.Dir) error {
-	names, err := d.ReadDir(".")
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if err := d.RemoveAll(n); err != nil {
-			return err
-		}
-	}
-	return nil
 }
