@@ -9,11 +9,17 @@ import (
 	"time"
 )
 
-// grow changes the tree at ws as a run would: "-NAME" removes NAME, the
-// other specs are tree's.
+// grow changes the tree at ws as a run would: "-NAME" removes NAME,
+// "FROM=>TO" renames FROM to TO, the other specs are tree's.
 func grow(t *testing.T, ws string, specs ...string) {
 	t.Helper()
 	for _, s := range specs {
+		if from, to, ok := strings.Cut(s, "=>"); ok {
+			if err := os.Rename(filepath.Join(ws, from), filepath.Join(ws, to)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if name, ok := strings.CutPrefix(s, "-"); ok {
 			if err := os.RemoveAll(filepath.Join(ws, name)); err != nil {
 				t.Fatal(err)
@@ -57,6 +63,7 @@ func TestCreated(t *testing.T) {
 		{"new home name at the top", nil, []string{".bashrc=evil", ".config/sbx/config.toml"}, nil, false, []string{".bashrc", ".config/sbx"}},
 		{"existing entries unchanged", []string{".git/config", "pkg/.pi/settings.json", ".envrc"}, []string{"pkg/src/x/"}, nil, false, []string{}},
 		{"existing file replaced", []string{".envrc=old"}, []string{"-.envrc", "x=pad", ".envrc=new"}, nil, false, []string{".envrc"}},
+		{"a directory above a repository renamed", []string{"lib/repo/.git/config", "lib/repo/a"}, []string{"lib=>lib2"}, nil, false, []string{}},
 		{"ordinary directories", nil, []string{"pkg/src/x/", "pi/", "git/hooks/"}, nil, false, []string{}},
 		{"new entry inside an --rw tree", []string{"lib/a"}, []string{"lib/.pi/x"}, []string{"lib"}, false, []string{"lib/.pi"}},
 		{"opened by the command line", []string{"pkg/.pi/settings.json"}, []string{"pkg/.pi/extensions/x.ts"}, []string{"pkg/.pi"}, false, []string{}},

@@ -204,7 +204,7 @@ func (m Mounts) trees(policyRW []string, userHome string) trees {
 // Created returns the protected entries in the writable trees of m that
 // the run created: the entries that the same walk as Run's finds now (its
 // limits included) and that start, Run's result at the start of the run,
-// did not find at their path with their identity. An entry opened by a
+// did not find (by identity, at any path). An entry opened by a
 // command-line --rw path is not one. A created entry that is a symlink is
 // returned, not followed. Call it once the sandbox is gone, with the
 // invoking user's rights.
@@ -220,13 +220,22 @@ func created(start Protection, t trees, lim Limits) ([]string, error) {
 		return nil, err
 	}
 	slices.Sort(w.found)
+	// An entry is the start's if it is one of the start's files, at
+	// whatever path: a directory above it renamed on the host (mv lib
+	// lib2) moves a repository's .git along, which is not a new one. A
+	// new entry is a new inode (the program cannot rename or link the
+	// start's entries: they are mount points, read-only).
+	known := map[fileID]bool{}
+	for _, id := range start.seen {
+		known[id] = true
+	}
 	var made []string
 	for _, p := range slices.Compact(w.found) {
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err != nil {
 			continue // gone since it was found
 		}
-		if id, ok := start.seen[p]; ok && id == (fileID{uint64(st.Dev), st.Ino}) {
+		if known[fileID{uint64(st.Dev), st.Ino}] {
 			continue
 		}
 		made = append(made, p)

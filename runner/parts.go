@@ -5,10 +5,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/sbx-sandbox/sbx/bpf"
 	"github.com/sbx-sandbox/sbx/bpf/netwall"
 	"github.com/sbx-sandbox/sbx/home"
+	"github.com/sbx-sandbox/sbx/hostfs"
 	"github.com/sbx-sandbox/sbx/internal/safetext"
 	"github.com/sbx-sandbox/sbx/protect"
 	"github.com/sbx-sandbox/sbx/report"
@@ -34,6 +36,9 @@ type run struct {
 	copied chan struct{}  // closed when the pty's output is copied
 	parts  []part         // in setup order
 	ready  int            // how many of parts were prepared
+	// execed is set once the shim was told to start the program: only
+	// then can the program have created anything (see createdPart).
+	execed bool
 }
 
 // A part is one piece of a run set up around its sandbox: the network
@@ -216,8 +221,18 @@ type createdPart struct{ base }
 func (createdPart) close(r *run) {
 	o := r.o
 	m := o.walked
-	if !m.Write && len(m.RW) == 0 {
-		return // no writable tree
+	if !r.execed || !m.Write && len(m.RW) == 0 {
+		return // the program never ran, or had no writable tree
+	}
+	// A command-line --rw names what the user opened as it was given: a
+	// protected entry that was a symlink (--rw .git, .git a link) is
+	// opened by its name too, and the program may replace it.
+	var given []string
+	for _, p := range o.ReadWrite {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(o.Cwd, p)
+		}
+		given = append(given, filepath.Clean(p))
 	}
 	type moved struct{ from, to string }
 	var done []moved
@@ -228,6 +243,9 @@ func (createdPart) close(r *run) {
 			return err
 		}
 		for _, p := range created {
+			if slices.ContainsFunc(given, func(g string) bool { return hostfs.Under(p, g) }) {
+				continue
+			}
 			to, err := protect.MoveAside(p, r.spec.ID)
 			if err != nil {
 				failed = append(failed, err)

@@ -179,6 +179,9 @@ func Run(ctx context.Context, o Options) (res Result, retErr error) {
 	if sig := pendingSignal(sigs); sig != 0 {
 		return o.refusedBy(res, sig), nil // closing the sandbox ends the shim
 	}
+	// From here on the program may have run (whatever Exec returns):
+	// what it created is looked for at the end (createdPart).
+	r.execed = true
 	if err := r.sb.Exec(); err != nil {
 		return res, err
 	}
