@@ -55,6 +55,12 @@ func (c Cred) Hold(p string) (*Held, error) {
 	err := c.Do(func() error {
 		var err error
 		if canon, err = filepath.EvalSymlinks(p); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				// readlink of a name that was a symlink when
+				// lstat saw it, and is none now: swapped
+				// while it was resolved.
+				return fmt.Errorf("%s: %w", p, ErrChanged)
+			}
 			return err
 		}
 		f, err = OpenPath(canon, unix.O_PATH)
