@@ -39,8 +39,8 @@ demo: deps build
 ## test: everything CI runs: vet, lint, generated-code check, unit, integration and
 ## escape tests, the static release binary on an old userland, a short fuzz
 ## of every parser, the BPF LSM tests under QEMU, and the whole program on
-## booted Debian guests, one per kernel of the matrix (e2e-vm: 6.1, 5.10,
-## bookworm-backports')
+## booted Debian guests, one per kernel of the matrix (e2e-vm: 6.1 and 5.10;
+## bookworm-backports' 6.12 by E2E_BOOTS)
 # SBX_REQUIRE names the features this CI host provides: a test that would
 # skip for lack of one fails instead (internal/sbxtest). Not the BPF LSM,
 # which only the QEMU guest of vmtest has.

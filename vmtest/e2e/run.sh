@@ -11,7 +11,11 @@
 # What each kernel must show (the matrix's expectation, also printed by the
 # suite, which chooses it from uname -r):
 #   bookworm            6.1: the suite passes ("enforce")
-#   bookworm-backports  6.12 when written: the suite passes ("enforce")
+#   bookworm-backports  6.12 when written: the suite passes ("enforce");
+#                       not in the default boots: under QEMU 7.2's TCG this
+#                       kernel panics in the scheduler early in some boots
+#                       (set_next_task_fair, seen with cx16=off too), which
+#                       says nothing about sbx; boot it by name
 #   bullseye            5.10: no file tier exists (Landlock is 5.13+, the
 #                       BPF LSM program set 5.17+), so every run refuses with
 #                       exit 125 and the stated floors, nothing runs, and
@@ -29,11 +33,12 @@
 #   E2E_BOOTS    space-separated boots, each [KERNEL:]LSM: KERNEL is
 #                bookworm (the default), bullseye or bookworm-backports; LSM
 #                is the lsm= value, or "default" for the kernel's own list.
-#                Default, the whole matrix: "landlock,lockdown,capability,bpf
-#                default bullseye:lockdown,capability,bpf
-#                bookworm-backports:default" (5.10 gets bpf in its list, so
-#                the BPF LSM set is refused by the verifier, not by the list).
-#                One kernel alone: E2E_BOOTS=bullseye:lockdown,capability,bpf
+#                Default: "landlock,lockdown,capability,bpf default
+#                bullseye:lockdown,capability,bpf" (5.10 gets bpf in its
+#                list, so the BPF LSM set is refused by the verifier, not by
+#                the list). One kernel alone:
+#                E2E_BOOTS=bullseye:lockdown,capability,bpf; the backports
+#                kernel: E2E_BOOTS=bookworm-backports:default
 #   E2E_TIMEOUT  seconds per boot before QEMU is killed (default 1200)
 #   E2E_START_TIMEOUT  seconds for the guest to start the suite; a boot
 #                that has not is stopped and booted again once (default 420)
@@ -45,7 +50,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 here="$root/vmtest/e2e"
 cache=${E2E_CACHE:-$root/vmtest/.cache/e2e}
-boots=${E2E_BOOTS:-landlock,lockdown,capability,bpf default bullseye:lockdown,capability,bpf bookworm-backports:default}
+boots=${E2E_BOOTS:-landlock,lockdown,capability,bpf default bullseye:lockdown,capability,bpf}
 timeout=${E2E_TIMEOUT:-1200}
 start_timeout=${E2E_START_TIMEOUT:-420}
 sbx=${E2E_SBX:-$root/bin/sbx}
